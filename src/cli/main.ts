@@ -1,0 +1,51 @@
+#!/usr/bin/env node
+import { loadConfig } from "../config.ts";
+import { migrateOnly, serve } from "../main.ts";
+
+// The keyplane command: one verb per file's worth of work.
+const USAGE = `usage: keyplane <command>
+
+commands:
+  serve     serve the REST API (and the operator, where a cluster is reachable)
+  migrate   apply pending database migrations and exit
+  crd       print the ApiKey CustomResourceDefinition as YAML
+
+configuration comes from the environment: see README.md.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command] = argv;
+  switch (command) {
+    case "serve":
+      await serve(loadConfig());
+      return -1; // keeps running until a signal
+    case "migrate": {
+      const applied = await migrateOnly(loadConfig());
+      process.stdout.write(applied.length ? `applied migrations: ${applied.join(", ")}\n` : "database is up to date\n");
+      return 0;
+    }
+    case "crd": {
+      const { crdCommand } = await import("./crd.ts");
+      await crdCommand();
+      return 0;
+    }
+    case undefined:
+    case "help":
+    case "--help":
+    case "-h":
+      process.stdout.write(USAGE + "\n");
+      return command === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`keyplane: unknown command "${command}"\n\n${USAGE}\n`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`keyplane: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

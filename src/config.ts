@@ -1,0 +1,86 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { z } from "zod";
+import { parseMasterKey } from "./domain/seal.ts";
+
+// Configuration from the environment (CONTRACT 4).
+const env = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  DATABASE_URL: z.string().min(1).optional(),
+  KEYPLANE_DATA_DIR: z.string().min(1).default("./.keyplane"),
+  KEYPLANE_ADMIN_TOKEN: z.string().min(32, "KEYPLANE_ADMIN_TOKEN must be at least 32 characters").optional(),
+  KEYPLANE_MASTER_KEY: z.string().optional(),
+  KEYPLANE_RUNTIME_HEADER: z.string().regex(/^[A-Za-z0-9-]+$/, "KEYPLANE_RUNTIME_HEADER must be a header name").default("X-SVC-APIKey"),
+  KEYPLANE_OPERATOR: z.enum(["on", "off", "auto"]).default("auto"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  adminToken: string | undefined;
+  masterKey: Buffer | undefined;
+  runtimeHeader: string;
+  operator: "on" | "off" | "auto";
+  logLevel: string;
+}
+
+export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = env.safeParse(source);
+  if (!parsed.success) throw new Error(`invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  const e = parsed.data;
+  if (e.DATABASE_URL && !e.KEYPLANE_MASTER_KEY) {
+    throw new Error("invalid configuration: KEYPLANE_MASTER_KEY is required with DATABASE_URL (it is generated only for the embedded database)");
+  }
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    databaseUrl: e.DATABASE_URL,
+    dataDir: resolve(e.KEYPLANE_DATA_DIR),
+    adminToken: e.KEYPLANE_ADMIN_TOKEN,
+    masterKey: e.KEYPLANE_MASTER_KEY ? parseMasterKey(e.KEYPLANE_MASTER_KEY) : undefined,
+    runtimeHeader: e.KEYPLANE_RUNTIME_HEADER,
+    operator: e.KEYPLANE_OPERATOR,
+    logLevel: e.LOG_LEVEL,
+  };
+}
+
+export interface Secrets {
+  adminToken: string;
+  masterKey: Buffer;
+  /** Set when the admin token was generated just now: the one time it is shown. */
+  generatedAdminToken: boolean;
+}
+
+/** The admin token and master key: from the configuration, else kept in (or first generated into) the data dir. */
+export async function loadSecrets(config: Config): Promise<Secrets> {
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  const admin = config.adminToken
+    ? { value: config.adminToken, generated: false }
+    : await keptOrGenerated(join(config.dataDir, "admin-token"), () => "kpa_" + randomBytes(32).toString("base64url"));
+  const master = config.masterKey
+    ? config.masterKey
+    : parseMasterKey((await keptOrGenerated(join(config.dataDir, "master-key"), () => randomBytes(32).toString("hex"))).value);
+  return { adminToken: admin.value, masterKey: master, generatedAdminToken: admin.generated };
+}
+
+async function keptOrGenerated(path: string, generate: () => string): Promise<{ value: string; generated: boolean }> {
+  try {
+    return { value: (await readFile(path, "utf8")).trim(), generated: false };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  const value = generate();
+  // "wx": two processes starting at once must not both generate; the loser reads the winner's.
+  try {
+    await writeFile(path, value + "\n", { mode: 0o600, flag: "wx" });
+    return { value, generated: true };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    return { value: (await readFile(path, "utf8")).trim(), generated: false };
+  }
+}

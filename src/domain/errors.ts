@@ -1,0 +1,61 @@
+// The one catalogue of error codes the API answers with (CONTRACT section 3).
+export type ErrorCode =
+  | "bad_request"
+  | "unauthorized"
+  | "not_found"
+  | "method_not_allowed"
+  | "conflict"
+  | "payload_too_large"
+  | "unsupported_media_type"
+  | "rate_limited"
+  | "internal"
+  | "bad_gateway"
+  | "unavailable";
+
+export function statusOf(code: ErrorCode): number {
+  switch (code) {
+    case "bad_request":
+      return 400;
+    case "unauthorized":
+      return 401;
+    case "not_found":
+      return 404;
+    case "method_not_allowed":
+      return 405;
+    case "conflict":
+      return 409;
+    case "payload_too_large":
+      return 413;
+    case "unsupported_media_type":
+      return 415;
+    case "rate_limited":
+      return 429;
+    case "internal":
+      return 500;
+    case "bad_gateway":
+      return 502;
+    case "unavailable":
+      return 503;
+  }
+}
+
+/** An error that is meant for the caller: its message is safe to show. */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string) {
+    super(message);
+    this.name = "AppError";
+    this.code = code;
+  }
+
+  get status(): number {
+    return statusOf(this.code);
+  }
+}
+
+export const unauthorized = (message = "A valid, active API key is required.") =>
+  new AppError("unauthorized", message);
+export const notFound = (message: string) => new AppError("not_found", message);
+export const conflict = (message: string) => new AppError("conflict", message);
+export const badRequest = (message: string) => new AppError("bad_request", message);

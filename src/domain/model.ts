@@ -1,0 +1,103 @@
+import type { Scope } from "./scope.ts";
+
+// The directory of the platform's entities (CONTRACT section 1) and the key record.
+export interface Customer {
+  id: number;
+  uuid: string;
+  name: string;
+  active: boolean;
+  createdAt: Date;
+  modifiedAt: Date;
+}
+
+export interface Domain {
+  id: number;
+  uuid: string;
+  tenantId: number;
+  domain: string;
+  active: boolean;
+  createdAt: Date;
+  modifiedAt: Date;
+}
+
+export type HttpMethod = "GET" | "POST";
+
+export interface Application {
+  id: number;
+  uuid: string;
+  tenantId: number;
+  domainId: number;
+  name: string;
+  url: string | null;
+  method: HttpMethod;
+  active: boolean;
+  createdAt: Date;
+  modifiedAt: Date;
+}
+
+export interface Subscriber {
+  id: number;
+  uuid: string;
+  tenantId: number;
+  domainId: number;
+  msisdn: string;
+  active: boolean;
+  createdAt: Date;
+  modifiedAt: Date;
+}
+
+export interface User {
+  id: number;
+  uuid: string;
+  tenantId: number;
+  domainId: number | null;
+  email: string;
+  active: boolean;
+  createdAt: Date;
+  modifiedAt: Date;
+}
+
+export type KeyType = "customer" | "user" | "application" | "subscriber";
+export const KEY_TYPES = ["customer", "user", "application", "subscriber"] as const satisfies readonly KeyType[];
+
+/** A key as the store holds it: the token only sealed. */
+export interface StoredKey extends Scope {
+  id: number;
+  sealed: Buffer;
+  hash: Buffer;
+  name: string;
+  active: boolean;
+  type: KeyType;
+  userId: number | null;
+  managedBy: string | null;
+  createdAt: Date;
+  modifiedAt: Date;
+  deletedAt: Date | null;
+  activeAt: Date | null;
+  tenant: Customer;
+  domain: Domain | null;
+  application: Application | null;
+  subscriber: Subscriber | null;
+  user: User | null;
+}
+
+/** A key as the service hands it out: the token (keyId) unsealed. */
+export interface ApiKey extends Omit<StoredKey, "sealed" | "hash"> {
+  keyId: string;
+}
+
+/** The type a new key gets at a scope (CONTRACT 2: a domain key is a customer key with a domain). */
+export function keyTypeFor(scope: Scope): KeyType {
+  if (scope.applicationId !== null) return "application";
+  if (scope.subscriberId !== null) return "subscriber";
+  return "customer";
+}
+
+export function scopeOf(x: Scope): Scope {
+  return {
+    tenantId: x.tenantId,
+    domainId: x.domainId,
+    applicationId: x.applicationId,
+    subscriberId: x.subscriberId,
+  };
+}

@@ -1,0 +1,41 @@
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+
+// Tokens are stored sealed with AES-256-GCM under the master key, so the API can show keyIds again
+// while the database alone never yields a usable token. The look-up hash is bound as additional
+// data: a sealed copy moved onto another row fails to open.
+const VERSION = 1;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+export interface Sealer {
+  seal(token: string, hash: Buffer): Buffer;
+  open(sealed: Buffer, hash: Buffer): string;
+}
+
+export function createSealer(masterKey: Buffer): Sealer {
+  if (masterKey.length !== 32) throw new Error("the master key must be 32 bytes");
+  return {
+    seal(token, hash) {
+      const iv = randomBytes(IV_BYTES);
+      const cipher = createCipheriv("aes-256-gcm", masterKey, iv).setAAD(hash);
+      const body = Buffer.concat([cipher.update(token, "latin1"), cipher.final()]);
+      return Buffer.concat([Buffer.of(VERSION), iv, cipher.getAuthTag(), body]);
+    },
+    open(sealed, hash) {
+      if (sealed[0] !== VERSION) throw new Error(`unknown sealed token version ${sealed[0]}`);
+      const iv = sealed.subarray(1, 1 + IV_BYTES);
+      const tag = sealed.subarray(1 + IV_BYTES, 1 + IV_BYTES + TAG_BYTES);
+      const decipher = createDecipheriv("aes-256-gcm", masterKey, iv).setAAD(hash).setAuthTag(tag);
+      const body = sealed.subarray(1 + IV_BYTES + TAG_BYTES);
+      return Buffer.concat([decipher.update(body), decipher.final()]).toString("latin1");
+    },
+  };
+}
+
+/** Reads a master key given as 64 hex characters or as base64 of 32 bytes. */
+export function parseMasterKey(text: string): Buffer {
+  const trimmed = text.trim();
+  const key = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, "hex") : Buffer.from(trimmed, "base64");
+  if (key.length !== 32) throw new Error("KEYPLANE_MASTER_KEY must be 32 bytes, as 64 hex characters or base64");
+  return key;
+}

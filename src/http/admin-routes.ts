@@ -1,0 +1,145 @@
+import type { Request } from "express";
+import type { Customer, Domain } from "../domain/model.ts";
+import type { Context } from "../services/context.ts";
+import * as directory from "../services/directory.ts";
+import { provisionKey } from "../services/keys.ts";
+import { invoke, runtimeKey } from "../runtime/runtime.ts";
+import { keyJson } from "./present.ts";
+import { route, type Route } from "./route.ts";
+import {
+  applicationBody, applicationObject, customerBody, customerObject, domainBody, domainObject, keyObject, provisionBody,
+  subscriberBody, subscriberObject, userBody, userObject, userWithKeyObject,
+} from "./schemas.ts";
+
+// The admin API (CONTRACT 1): the platform's own operator keeps the directory. Unknown parents and
+// entities are 404 here; the admin token has already been checked.
+const C = "/admin/customers";
+const CD = `${C}/:customer/domains`;
+const CDA = `${CD}/:domain/applications`;
+const CDS = `${CD}/:domain/subscribers`;
+const CU = `${C}/:customer/users`;
+const tag = "admin";
+
+const param = (req: Request, name: string) => String(req.params[name]);
+
+export function adminRoutes(ctx: Context, runtimeHeader: string): Route[] {
+  const customer = (req: Request) => directory.getCustomer(ctx, param(req, "customer"));
+  const domain = async (req: Request): Promise<Domain> => directory.getDomain(ctx, await customer(req), param(req, "domain"));
+  const application = async (req: Request) => directory.getApplication(ctx, await domain(req), param(req, "application"));
+
+  /** GET and DELETE of one entity, found by `load`. */
+  const entity = <T extends { id: number }>(
+    path: string, what: string, table: directory.EntityTableName, schema: Route["ok"]["schema"], load: (req: Request) => Promise<T>,
+  ): Route[] => [
+    route({
+      method: "get", path, tag, auth: "admin", summary: `Get a ${what}`, ok: { status: 200, description: `The ${what}`, schema },
+      handle: async (req, res) => void res.json(await load(req)),
+    }),
+    route({
+      method: "delete", path, tag, auth: "admin", summary: `Delete a ${what} with everything below it, keys included`,
+      ok: { status: 204, description: "Deleted" },
+      handle: async (req, res) => {
+        await directory.deleteEntity(ctx, table, (await load(req)).id);
+        res.status(204).end();
+      },
+    }),
+  ];
+
+  return [
+    route({
+      method: "post", path: C, tag, auth: "admin", body: customerBody, summary: "Create a customer",
+      ok: { status: 201, description: "The customer", schema: customerObject },
+      handle: async (_req, res, { body }) => void res.status(201).json(await directory.createCustomer(ctx, body.name)),
+    }),
+    route({
+      method: "get", path: C, tag, auth: "admin", summary: "List customers",
+      ok: { status: 200, description: "Customers", schema: customerObject.array() },
+      handle: async (_req, res) => void res.json(await directory.listCustomers(ctx)),
+    }),
+    ...entity(`${C}/:customer`, "customer", "customers", customerObject, customer),
+
+    route({
+      method: "post", path: CD, tag, auth: "admin", body: domainBody, summary: "Create a domain",
+      ok: { status: 201, description: "The domain", schema: domainObject },
+      handle: async (req, res, { body }) => void res.status(201).json(await directory.createDomain(ctx, await customer(req), body.domain)),
+    }),
+    route({
+      method: "get", path: CD, tag, auth: "admin", summary: "List a customer's domains",
+      ok: { status: 200, description: "Domains", schema: domainObject.array() },
+      handle: async (req, res) => void res.json(await directory.listDomains(ctx, await customer(req))),
+    }),
+    ...entity(`${CD}/:domain`, "domain", "domains", domainObject, domain),
+
+    route({
+      method: "post", path: CDA, tag, auth: "admin", body: applicationBody, summary: "Create a voice application",
+      ok: { status: 201, description: "The application", schema: applicationObject },
+      handle: async (req, res, { body }) => {
+        const input = { name: body.name, url: body.url ?? null, method: body.method ?? "POST" } as const;
+        res.status(201).json(await directory.createApplication(ctx, await domain(req), input));
+      },
+    }),
+    route({
+      method: "get", path: CDA, tag, auth: "admin", summary: "List a domain's voice applications",
+      ok: { status: 200, description: "Applications", schema: applicationObject.array() },
+      handle: async (req, res) => void res.json(await directory.listApplications(ctx, await domain(req))),
+    }),
+    ...entity(`${CDA}/:application`, "voice application", "applications", applicationObject, application),
+    route({
+      method: "post", path: `${CDA}/:application/runtime-key`, tag, auth: "admin", summary: "Provision the application's runtime key",
+      ok: { status: 200, description: "The runtime key", schema: keyObject },
+      handle: async (req, res) => void res.json(keyJson(await runtimeKey(ctx, await application(req)))),
+    }),
+    route({
+      method: "post", path: `${CDA}/:application/invoke`, tag, auth: "admin",
+      summary: "Run the application: its url gets the body and the runtime key in the runtime header",
+      ok: { status: 200, description: "The application's own answer, status and body as it gave them" },
+      handle: async (req, res) => {
+        const answer = await invoke(ctx, await application(req), req.body, runtimeHeader);
+        res.status(answer.status);
+        if (answer.contentType) res.setHeader("Content-Type", answer.contentType);
+        res.end(answer.body);
+      },
+    }),
+
+    route({
+      method: "post", path: CDS, tag, auth: "admin", body: subscriberBody, summary: "Create a subscriber",
+      ok: { status: 201, description: "The subscriber", schema: subscriberObject },
+      handle: async (req, res, { body }) => void res.status(201).json(await directory.createSubscriber(ctx, await domain(req), body.msisdn)),
+    }),
+    route({
+      method: "get", path: CDS, tag, auth: "admin", summary: "List a domain's subscribers",
+      ok: { status: 200, description: "Subscribers", schema: subscriberObject.array() },
+      handle: async (req, res) => void res.json(await directory.listSubscribers(ctx, await domain(req))),
+    }),
+    ...entity(`${CDS}/:subscriber`, "subscriber", "subscribers", subscriberObject, async (req) =>
+      directory.getSubscriber(ctx, await domain(req), param(req, "subscriber"))),
+
+    route({
+      method: "post", path: CU, tag, auth: "admin", body: userBody, summary: "Create a user, with the user's key",
+      ok: { status: 201, description: "The user, its key under `key`", schema: userWithKeyObject },
+      handle: async (req, res, { body }) => {
+        const owner: Customer = await customer(req);
+        const at = body.domain === undefined ? null : await directory.getDomain(ctx, owner, body.domain);
+        const { user, key } = await directory.createUser(ctx, owner, body.email, at);
+        res.status(201).json({ ...user, key: keyJson(key) });
+      },
+    }),
+    route({
+      method: "get", path: CU, tag, auth: "admin", summary: "List a customer's users",
+      ok: { status: 200, description: "Users", schema: userObject.array() },
+      handle: async (req, res) => void res.json(await directory.listUsers(ctx, await customer(req))),
+    }),
+    ...entity(`${CU}/:user`, "user", "users", userObject, async (req) => directory.getUser(ctx, await customer(req), param(req, "user"))),
+
+    route({
+      method: "post", path: `${C}/:customer/keys`, tag, auth: "admin", body: provisionBody,
+      summary: "Provision a customer key (the bootstrap path)",
+      ok: { status: 200, description: "The key", schema: keyObject },
+      handle: async (req, res, { body }) => {
+        const { id } = await customer(req);
+        const { key } = await provisionKey(ctx, { tenantId: id, domainId: null, applicationId: null, subscriberId: null }, body);
+        res.json(keyJson(key));
+      },
+    }),
+  ];
+}

@@ -1,0 +1,85 @@
+import { randomUUID } from "node:crypto";
+import express, { type NextFunction, type Request, type Response } from "express";
+import type { Logger } from "pino";
+import "./request.ts";
+import { unauthorized } from "../domain/errors.ts";
+import { authenticate } from "../services/authenticate.ts";
+import type { Context } from "../services/context.ts";
+import type { Migration } from "../store/migrate.ts";
+import { adminRoutes } from "./admin-routes.ts";
+import { isAdminToken } from "./admin-token.ts";
+import { errorHandler, sendError } from "./errors.ts";
+import { healthRoutes } from "./health-routes.ts";
+import { keysRoutes } from "./keys-routes.ts";
+import { openApiDocument } from "./openapi.ts";
+import { redactTokens } from "../logging.ts";
+import { mount, type Route } from "./route.ts";
+
+export interface AppOptions {
+  adminToken: string;
+  runtimeHeader: string;
+  migrations: Migration[];
+  version: string;
+}
+
+const BODY_LIMIT = 16 * 1024;
+
+export function createApp(ctx: Context, options: AppOptions): express.Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.set("query parser", "simple");
+
+  app.use(requestLog(ctx.log));
+  app.use(requireJsonBody);
+  app.use(express.json({ limit: BODY_LIMIT, strict: false, type: isJson }));
+
+  const routes: Route[] = [];
+  let openapi: object | undefined;
+  routes.push(
+    ...healthRoutes(ctx, options.migrations, () => (openapi ??= openApiDocument(routes, options.version))),
+    ...adminRoutes(ctx, options.runtimeHeader),
+    ...keysRoutes(ctx),
+  );
+  const router = express.Router({ caseSensitive: true, strict: false });
+  mount(router, routes, {
+    key: async (req) => {
+      req.principal = await authenticate(ctx, req.headers.authorization);
+    },
+    admin: async (req) => {
+      if (!isAdminToken(req.headers.authorization, options.adminToken)) throw unauthorized("The admin token is required.");
+    },
+  });
+  app.use(router);
+  app.use((req: Request, res: Response) => sendError(res, "not_found", `No route ${req.method} ${redactTokens(req.path)}.`));
+  app.use(errorHandler(ctx.log));
+  return app;
+}
+
+const isJson = (req: { headers: Request["headers"] }) => /^application\/([a-z0-9.+-]*\+)?json$/i.test((req.headers["content-type"] ?? "").split(";")[0]!.trim());
+
+/** A request with a body must say it is JSON: anything else is 415 (CONTRACT 3). */
+function requireJsonBody(req: Request, res: Response, next: NextFunction): void {
+  const hasBody = Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
+  if (hasBody && !isJson(req)) {
+    sendError(res, "unsupported_media_type", "The request body must be JSON (Content-Type: application/json).");
+    return;
+  }
+  next();
+}
+
+/** Gives each request an id (X-Request-Id, when sane) and logs it when answered, tokens redacted. */
+function requestLog(log: Logger) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const given = req.headers["x-request-id"];
+    req.id = typeof given === "string" && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    res.setHeader("X-Request-Id", req.id);
+    const startedAt = performance.now();
+    res.on("finish", () => {
+      if (!log.isLevelEnabled("info")) return;
+      const ms = Number((performance.now() - startedAt).toFixed(2));
+      log.info({ reqId: req.id, method: req.method, path: redactTokens(req.path), status: res.statusCode, ms }, "request");
+    });
+    next();
+  };
+}

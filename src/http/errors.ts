@@ -1,0 +1,59 @@
+import type { ErrorRequestHandler, Response } from "express";
+import type { Logger } from "pino";
+import { AppError, statusOf, type ErrorCode } from "../domain/errors.ts";
+
+// The one error middleware: every error leaves as {"status", "error", "message"} (CONTRACT 3).
+export function sendError(res: Response, code: ErrorCode, message: string): void {
+  const status = statusOf(code);
+  if (status === 401) res.setHeader("WWW-Authenticate", 'Bearer realm="keyplane"');
+  res.status(status).type("application/json").send(JSON.stringify({ status, error: code, message }));
+}
+
+/** Errors of the database's connection, not of the statement: the service is unavailable, not broken. */
+function isUnavailable(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === "string" ? e.code : "";
+  const message = typeof e?.message === "string" ? e.message : "";
+  return (
+    ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EHOSTUNREACH", "EPIPE", "57P01", "57P02", "57P03", "53300"].includes(code) ||
+    code.startsWith("08") ||
+    /timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|PGlite is closed|pool after calling end/i.test(message)
+  );
+}
+
+/** The error an express body parser reports, by its `type`. */
+function parserError(error: { type?: string; status?: number }): [ErrorCode, string] | undefined {
+  switch (error.type) {
+    case "entity.too.large":
+      return ["payload_too_large", "The request body is larger than 16 KiB."];
+    case "entity.parse.failed":
+      return ["bad_request", "The request body is not valid JSON."];
+    case "encoding.unsupported":
+    case "charset.unsupported":
+      return ["unsupported_media_type", "The request body's encoding or charset is not supported."];
+    case "request.aborted":
+    case "request.size.invalid":
+    case "stream.encoding.set":
+      return ["bad_request", "The request body could not be read."];
+  }
+  return undefined;
+}
+
+export function errorHandler(log: Logger): ErrorRequestHandler {
+  return (error, req, res, _next) => {
+    if (res.headersSent) {
+      log.error({ err: error, reqId: req.id }, "failed after the answer began");
+      res.destroy();
+      return;
+    }
+    if (error instanceof AppError) return sendError(res, error.code, error.message);
+    const parsed = parserError(error);
+    if (parsed) return sendError(res, ...parsed);
+    if (isUnavailable(error)) {
+      log.warn({ err: error, reqId: req.id }, "database unavailable");
+      return sendError(res, "unavailable", "The key store is unavailable; try again shortly.");
+    }
+    log.error({ err: error, reqId: req.id }, "unexpected error");
+    sendError(res, "internal", "An unexpected error occurred.");
+  };
+}

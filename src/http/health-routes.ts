@@ -1,0 +1,28 @@
+import type { Context } from "../services/context.ts";
+import { migrationsApplied, type Migration } from "../store/migrate.ts";
+import { sendError } from "./errors.ts";
+import { route, type Route } from "./route.ts";
+
+export function healthRoutes(ctx: Context, migrations: Migration[], openapi: () => object): Route[] {
+  return [
+    route({
+      method: "get", path: "/healthz", tag: "health", auth: "none", summary: "The process is alive",
+      ok: { status: 200, description: "Alive" },
+      handle: (_req, res) => void res.json({ status: "ok" }),
+    }),
+    route({
+      method: "get", path: "/readyz", tag: "health", auth: "none", summary: "The database is reachable and migrated",
+      ok: { status: 200, description: "Ready" },
+      handle: async (_req, res) => {
+        const ready = await migrationsApplied(ctx.db, migrations).catch(() => false);
+        if (ready) res.json({ status: "ok" });
+        else sendError(res, "unavailable", "The key store is not reachable or not migrated.");
+      },
+    }),
+    route({
+      method: "get", path: "/openapi.json", tag: "health", auth: "none", summary: "This API's OpenAPI 3.1 description",
+      ok: { status: 200, description: "The OpenAPI document" },
+      handle: (_req, res) => void res.json(openapi()),
+    }),
+  ];
+}

@@ -1,0 +1,53 @@
+import type { Request, Response } from "express";
+import type { ApiKey } from "../domain/model.ts";
+import { keyJson } from "./present.ts";
+
+/**
+ * Answers a key list. Without `limit` the whole list streams as one JSON array, written as it is read
+ * and paced by the client (backpressure), so its length does not bound memory. With `limit`, one more
+ * key than asked is read to learn whether a `Link: rel="next"` is due.
+ */
+export async function sendKeyList(
+  req: Request,
+  res: Response,
+  read: (limit?: number) => AsyncIterable<ApiKey>,
+  limit: number | undefined,
+): Promise<void> {
+  if (limit !== undefined) {
+    const page: ApiKey[] = [];
+    for await (const key of read(limit + 1)) page.push(key);
+    if (page.length > limit) {
+      page.length = limit;
+      res.setHeader("Link", `<${nextUrl(req, page[limit - 1]!.id)}>; rel="next"`);
+    }
+    res.json(page.map(keyJson));
+    return;
+  }
+  res.status(200).type("application/json");
+  let first = true;
+  for await (const key of read()) {
+    const chunk = (first ? "[" : ",") + JSON.stringify(keyJson(key));
+    first = false;
+    if (!res.write(chunk) && !(await drained(res))) return; // the client went away
+  }
+  res.end(first ? "[]" : "]");
+}
+
+/** Waits until the response can take more; false if the connection closed first. */
+function drained(res: Response): Promise<boolean> {
+  return new Promise((resolve) => {
+    const onDrain = () => done(true);
+    const onClose = () => done(false);
+    const done = (ok: boolean) => {
+      res.off("drain", onDrain).off("close", onClose);
+      resolve(ok);
+    };
+    res.on("drain", onDrain).on("close", onClose);
+  });
+}
+
+function nextUrl(req: Request, lastId: number): string {
+  const url = new URL(req.originalUrl, "http://keyplane");
+  url.searchParams.set("after", String(lastId));
+  return url.pathname + url.search;
+}

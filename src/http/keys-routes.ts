@@ -1,0 +1,112 @@
+import type { Request, Response } from "express";
+import { unauthorized } from "../domain/errors.ts";
+import { mayManage, type Scope } from "../domain/scope.ts";
+import type { Context } from "../services/context.ts";
+import { deleteKey, getKey, keyById, listKeys, provisionKey, updateKey } from "../services/keys.ts";
+import { resolvePathScope, type PathRefs } from "../services/path-scope.ts";
+import { sendKeyList } from "./key-list.ts";
+import { keyJson } from "./present.ts";
+import { route, type Route } from "./route.ts";
+import { keyObject, listQuery, provisionBody, updateBody } from "./schemas.ts";
+
+// Every key path of CONTRACT 2: one set of five operations on each base, under each spelling.
+const BASES: { path: string; tag: string }[] = [
+  { path: "/customers/:customer/keys", tag: "customer keys" },
+  { path: "/customers/:customer/domains/:domain/keys", tag: "customer keys" },
+  { path: "/customers/:customer/domains/:domain/applications/:application/keys", tag: "customer keys" },
+  { path: "/customers/:customer/domains/:domain/subscribers/:subscriber/keys", tag: "customer keys" },
+  { path: "/domains/:domain/keys", tag: "domain keys" },
+  { path: "/domains/:domain/applications/:application/keys", tag: "domain keys" },
+  { path: "/domains/:domain/subscribers/:subscriber/keys", tag: "domain keys" },
+  { path: "/applications/:application/keys", tag: "application keys" },
+  { path: "/subscribers/:subscriber/keys", tag: "subscriber keys" },
+];
+
+/** The spellings clients of the original platform use: `apikeys` for `keys`, `tenants` for `customers`. */
+export function spellings(path: string): string[] {
+  const keys = [path, path.replace(/\/keys$/, "/apikeys")];
+  return path.startsWith("/customers/") ? [...keys, ...keys.map((p) => p.replace(/^\/customers\//, "/tenants/"))] : keys;
+}
+
+/**
+ * The scope a request works in: its path's target, once the caller is known to reach the path's gate.
+ * Anything else, an unknown entity in the path included, is 401.
+ */
+async function targetScope(ctx: Context, req: Request): Promise<Scope> {
+  const caller = req.principal!.scope;
+  if (!("customer" in req.params || "domain" in req.params || "application" in req.params || "subscriber" in req.params)) {
+    return caller;
+  }
+  const resolved = await resolvePathScope(ctx, req.params as PathRefs, caller);
+  if (!resolved || !mayManage(caller, resolved.gate)) throw unauthorized("This key may not manage keys here.");
+  return resolved.target;
+}
+
+function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
+  const one = `${base}/:keyId`;
+  return [
+    route({
+      method: "get", path: base, tag, auth: "key", query: listQuery,
+      summary: "List the live keys of the scope, ordered by id",
+      ok: { status: 200, description: "A JSON array of keys", schema: keyObject.array() },
+      handle: async (req, res, { query }) => {
+        const scope = await targetScope(ctx, req);
+        const { limit, after, ...filter } = query;
+        await sendKeyList(req, res, (n) => listKeys(ctx, scope, { filter, after, limit: n ?? limit }), limit);
+      },
+    }),
+    route({
+      method: "post", path: base, tag, auth: "key", body: provisionBody,
+      summary: "Provision a key at the scope; an existing live key of the same name is returned instead",
+      ok: { status: 200, description: "The key", schema: keyObject },
+      handle: async (req, res, { body }) => {
+        const scope = await targetScope(ctx, req);
+        const { key } = await provisionKey(ctx, scope, body);
+        res.json(keyJson(key));
+      },
+    }),
+    route({
+      method: "get", path: one, tag, auth: "key",
+      summary: "Get one key, by keyId or numeric id",
+      ok: { status: 200, description: "The key", schema: keyObject },
+      handle: async (req, res) => {
+        res.json(keyJson(await getKey(ctx, await targetScope(ctx, req), String(req.params.keyId))));
+      },
+    }),
+    route({
+      method: "put", path: one, tag, auth: "key", body: updateBody,
+      summary: "Rename, enable or disable a key",
+      ok: { status: 200, description: "The updated key", schema: keyObject },
+      handle: async (req, res, { body }) => {
+        res.json(keyJson(await updateKey(ctx, await targetScope(ctx, req), String(req.params.keyId), body)));
+      },
+    }),
+    route({
+      method: "delete", path: one, tag, auth: "key",
+      summary: "Delete a key (204 also when there is no such key here)",
+      ok: { status: 204, description: "Deleted, or nothing to delete" },
+      handle: async (req, res) => {
+        await deleteKey(ctx, await targetScope(ctx, req), String(req.params.keyId));
+        res.status(204).end();
+      },
+    }),
+  ];
+}
+
+export function keysRoutes(ctx: Context): Route[] {
+  const self = (path: string): Route =>
+    route({
+      method: "get", path, tag: "keys", auth: "key",
+      summary: "The calling key",
+      ok: { status: 200, description: "The calling key", schema: keyObject },
+      handle: async (req, res) => {
+        const key = await keyById(ctx, req.principal!.keyId);
+        if (!key) throw unauthorized();
+        res.json(keyJson(key));
+      },
+    });
+  return [
+    ...spellings("/keys").flatMap((base) => [self(`${base}/self`), ...keyRoutes(ctx, base, "keys")]),
+    ...BASES.flatMap(({ path, tag }) => spellings(path).flatMap((base) => keyRoutes(ctx, base, tag))),
+  ];
+}

@@ -1,0 +1,30 @@
+import type { ApiKey } from "../domain/model.ts";
+
+// The one shape of every key response (CONTRACT 2): the full listing form, with the hyphenated ids
+// beside each embedded object. Directory objects serialise as they are; Dates become RFC 3339 UTC.
+export function keyJson(key: ApiKey): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    id: key.id,
+    keyId: key.keyId,
+    name: key.name,
+    active: key.active,
+    type: key.type,
+    tenantId: key.tenantId,
+    domainId: key.domainId,
+    applicationId: key.applicationId,
+    subscriberId: key.subscriberId,
+    userId: key.userId,
+    secret: null,
+    createdAt: key.createdAt,
+    modifiedAt: key.modifiedAt,
+    deletedAt: key.deletedAt,
+    activeAt: key.activeAt,
+    tenant: key.tenant,
+    "tenant-id": key.tenantId,
+  };
+  if (key.domain) Object.assign(body, { domain: key.domain, "domain-id": key.domainId });
+  if (key.application) Object.assign(body, { application: key.application, "application-id": key.applicationId });
+  if (key.subscriber) Object.assign(body, { subscriber: key.subscriber, "subscriber-id": key.subscriberId });
+  if (key.user) Object.assign(body, { user: key.user, "user-id": key.userId });
+  return body;
+}

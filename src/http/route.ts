@@ -1,0 +1,60 @@
+import type { NextFunction, Request, Response, Router } from "express";
+import type { z } from "zod";
+import { badRequest } from "../domain/errors.ts";
+import { sendError } from "./errors.ts";
+
+// A route is declared once, as data: express serves it and /openapi.json describes it from the same
+// declaration, so the two cannot drift. Every handler runs in the same order: authenticate ->
+// validate -> (the handler:) load -> authorize -> act -> respond.
+export type Method = "get" | "post" | "put" | "delete";
+
+export interface Route<B = unknown, Q = unknown> {
+  method: Method;
+  path: string;
+  summary: string;
+  tag: string;
+  auth: "key" | "admin" | "none";
+  body?: z.ZodType<B>;
+  query?: z.ZodType<Q>;
+  ok: { status: number; description: string; schema?: z.ZodType };
+  handle: (req: Request, res: Response, input: { body: B; query: Q }) => Promise<void> | void;
+}
+
+export type Authenticator = (req: Request) => Promise<void>;
+
+/** Declares a route with its input types inferred from its schemas. */
+export function route<B = undefined, Q = undefined>(r: Route<B, Q>): Route {
+  return r as unknown as Route;
+}
+
+function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
+  if (!schema) return undefined as T;
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issues = result.error.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message));
+  throw badRequest(`Invalid ${where}: ${issues.join("; ")}.`);
+}
+
+export function mount(router: Router, routes: Route[], authenticators: Record<"key" | "admin", Authenticator>): void {
+  for (const r of routes) {
+    router[r.method](r.path, async (req: Request, res: Response, next: NextFunction) => {
+      try {
+        if (r.auth !== "none") await authenticators[r.auth](req);
+        const body = parse(r.body, r.body && req.body === undefined ? {} : req.body, "request body");
+        const query = parse(r.query, req.query, "query");
+        await r.handle(req, res, { body, query });
+      } catch (error) {
+        next(error);
+      }
+    });
+  }
+  // A known path with a method it does not take: 405 with the methods it does.
+  const byPath = Map.groupBy(routes, (r) => r.path);
+  for (const [path, group] of byPath) {
+    const allow = group.map((r) => r.method.toUpperCase()).join(", ");
+    router.all(path, (req, res) => {
+      res.setHeader("Allow", allow);
+      sendError(res, "method_not_allowed", `${req.method} is not allowed here; allowed: ${allow}.`);
+    });
+  }
+}

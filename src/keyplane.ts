@@ -1,0 +1,102 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import type express from "express";
+import type { Logger } from "pino";
+import type { Config, Secrets } from "./config.ts";
+import { createSealer } from "./domain/seal.ts";
+import { createApp } from "./http/app.ts";
+import type { Context } from "./services/context.ts";
+import { Verifier, type VerifierOptions } from "./services/verifier.ts";
+import type { Database } from "./store/database.ts";
+import { loadMigrations, migrate } from "./store/migrate.ts";
+import { openPglite } from "./store/pglite.ts";
+import { openPostgres } from "./store/postgres.ts";
+
+export const VERSION = "0.1.0";
+/** The channel on which the database announces changed keys (see migrations/0001_init.sql). */
+export const KEYS_CHANNEL = "keyplane_keys";
+
+export async function openDatabase(config: Pick<Config, "databaseUrl" | "dataDir">, log: Logger): Promise<Database> {
+  return config.databaseUrl
+    ? openPostgres({ connectionString: config.databaseUrl, log })
+    : openPglite(join(config.dataDir, "pgdata"), log);
+}
+
+export interface KeyplaneOptions {
+  db: Database;
+  secrets: Pick<Secrets, "adminToken" | "masterKey">;
+  runtimeHeader: string;
+  log: Logger;
+  clock?: () => Date;
+  verifier?: VerifierOptions;
+}
+
+export interface Keyplane {
+  ctx: Context;
+  app: express.Express;
+  /** Stops listening for key changes (the database stays open: it belongs to the caller). */
+  close(): Promise<void>;
+}
+
+/** The service over an open database: migrates it, wires the use cases and the HTTP app. */
+export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane> {
+  const { db, log } = options;
+  const migrations = await loadMigrations();
+  await migrate(db, log, migrations);
+  const verifier = new Verifier(db, options.verifier);
+  const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), verifier, clock: options.clock ?? (() => new Date()), log };
+  // Keys changed by any process (this one included) leave the verification cache; if notifications
+  // may have been missed, everything does.
+  const unlisten = await db.listen(
+    KEYS_CHANNEL,
+    (payload) => {
+      const hash = parseHash(payload);
+      if (hash) verifier.invalidate(hash);
+      else verifier.clear();
+    },
+    () => verifier.clear(),
+  );
+  const app = createApp(ctx, { adminToken: options.secrets.adminToken, runtimeHeader: options.runtimeHeader, migrations, version: VERSION });
+  return { ctx, app, close: unlisten };
+}
+
+function parseHash(payload: string): string | undefined {
+  try {
+    const hash = (JSON.parse(payload) as { hash?: unknown }).hash;
+    return typeof hash === "string" ? hash : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface Listening {
+  server: Server;
+  url: string;
+  /** Graceful stop: no new connections, requests in flight finish (up to `graceMs`), then it resolves. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export async function listen(app: express.Express, port: number, host: string): Promise<Listening> {
+  const server = createServer(app);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return {
+    server,
+    url: `http://${shown}:${address.port}`,
+    close: (graceMs = 10_000) =>
+      new Promise<void>((resolve) => {
+        const force = setTimeout(() => server.closeAllConnections(), graceMs).unref();
+        server.close(() => {
+          clearTimeout(force);
+          resolve();
+        });
+        server.closeIdleConnections();
+      }),
+  };
+}

@@ -1,0 +1,46 @@
+import type { Logger } from "pino";
+import { loadConfig, loadSecrets, type Config } from "./config.ts";
+import { createKeyplane, listen, openDatabase } from "./keyplane.ts";
+import { createLogger } from "./logging.ts";
+import { startOperator } from "./operator/start.ts";
+
+/** `keyplane serve`: the REST API, and the operator where a cluster is reachable. Stops cleanly on SIGTERM/SIGINT. */
+export async function serve(config: Config = loadConfig()): Promise<void> {
+  const secrets = await loadSecrets(config);
+  const log = createLogger({ level: config.logLevel, secrets: [secrets.adminToken] });
+  if (secrets.generatedAdminToken) {
+    // Shown once, outside the log (log lines never carry it); it is kept in the data dir.
+    process.stdout.write(`\nkeyplane admin token (generated, kept in ${config.dataDir}/admin-token):\n\n    ${secrets.adminToken}\n\n`);
+  }
+  const db = await openDatabase(config, log);
+  const keyplane = await createKeyplane({ db, secrets, runtimeHeader: config.runtimeHeader, log });
+  const http = await listen(keyplane.app, config.port, config.host);
+  const operator = await startOperator(config.operator, keyplane.ctx, log);
+  log.info({ url: http.url, database: db.kind, operator: operator ? "on" : "off" }, "keyplane serving");
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, "stopping: finishing requests in flight");
+    await operator?.stop();
+    await http.close();
+    await keyplane.close();
+    await db.close();
+    log.info("stopped");
+    log.flush?.();
+  };
+  process.once("SIGTERM", () => void stop("SIGTERM"));
+  process.once("SIGINT", () => void stop("SIGINT"));
+}
+
+/** `keyplane migrate`: applies pending migrations and exits. */
+export async function migrateOnly(config: Config = loadConfig(), log: Logger = createLogger({ level: config.logLevel })): Promise<number[]> {
+  const { migrate, loadMigrations } = await import("./store/migrate.ts");
+  const db = await openDatabase(config, log);
+  try {
+    return await migrate(db, log, await loadMigrations());
+  } finally {
+    await db.close();
+  }
+}

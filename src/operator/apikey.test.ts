@@ -1,0 +1,136 @@
+import { describe, expect, it } from "vitest";
+import { apiKeySpecSchema, resolveSpec } from "./apikey.ts";
+
+const acme = { customer: "acme" };
+const domain = { domain: "sip.acme.example" };
+
+describe("ApiKey spec: scope combinations", () => {
+  const cases: { name: string; spec: object; error?: string }[] = [
+    { name: "customer alone", spec: acme },
+    { name: "customer and domain", spec: { ...acme, ...domain } },
+    { name: "application in a domain", spec: { ...acme, ...domain, application: "ivr" } },
+    { name: "subscriber in a domain", spec: { ...acme, ...domain, subscriber: "12125550100" } },
+    { name: "application without domain", spec: { ...acme, application: "ivr" }, error: "application needs domain" },
+    { name: "subscriber without domain", spec: { ...acme, subscriber: "12125550100" }, error: "subscriber needs domain" },
+    {
+      name: "application and subscriber in a domain",
+      spec: { ...acme, ...domain, application: "ivr", subscriber: "12125550100" },
+      error: "application and subscriber exclude each other",
+    },
+    {
+      name: "application and subscriber without domain",
+      spec: { ...acme, application: "ivr", subscriber: "12125550100" },
+      error: "application needs domain",
+    },
+    { name: "no customer", spec: domain, error: "customer" },
+  ];
+  for (const c of cases) {
+    it(`${c.error ? "refuses" : "accepts"} ${c.name}`, () => {
+      const result = apiKeySpecSchema.safeParse(c.spec);
+      expect(result.success).toBe(!c.error);
+      if (c.error) expect(result.error?.issues.map((i) => `${i.path.join(".")} ${i.message}`).join("\n")).toContain(c.error);
+    });
+  }
+
+  it("reports every broken rule, on the field that breaks it", () => {
+    const result = apiKeySpecSchema.safeParse({ ...acme, application: "ivr", subscriber: "12125550100" });
+    expect(result.error?.issues.map((i) => i.path.join("."))).toEqual(["application", "subscriber", "subscriber"]);
+  });
+});
+
+describe("ApiKey spec: names", () => {
+  const cases: { name: string; spec: object; valid: boolean }[] = [
+    { name: "customer by id", spec: { customer: "17" }, valid: true },
+    { name: "customer by uuid", spec: { customer: "6f1c2a9e-3b1d-4c8e-9a51-0d2b7c4e8f10" }, valid: true },
+    { name: "empty customer", spec: { customer: "" }, valid: false },
+    { name: "customer with a slash", spec: { customer: "acme/x" }, valid: false },
+    { name: "customer of 65 characters", spec: { customer: "a".repeat(65) }, valid: false },
+    { name: "domain with upper case", spec: { ...acme, domain: "SIP.Acme.example" }, valid: true },
+    { name: "domain with an empty label", spec: { ...acme, domain: "sip..acme" }, valid: false },
+    { name: "domain label ending in a hyphen", spec: { ...acme, domain: "sip-.acme" }, valid: false },
+    { name: "keyName of 128 characters", spec: { ...acme, keyName: "k".repeat(128) }, valid: true },
+    { name: "keyName of 129 characters", spec: { ...acme, keyName: "k".repeat(129) }, valid: false },
+    { name: "empty keyName", spec: { ...acme, keyName: "" }, valid: false },
+    { name: "keyName with spaces", spec: { ...acme, keyName: "billing key (prod)" }, valid: true },
+    { name: "keyName with a line break", spec: { ...acme, keyName: "billing\nkey" }, valid: false },
+    { name: "subscriber by msisdn with +", spec: { ...acme, ...domain, subscriber: "+12125550100" }, valid: true },
+    { name: "subscriber with a space", spec: { ...acme, ...domain, subscriber: "212 555" }, valid: false },
+    { name: "secret name a DNS subdomain", spec: { ...acme, secret: { name: "billing.api-key" } }, valid: true },
+    { name: "secret name with upper case", spec: { ...acme, secret: { name: "Billing" } }, valid: false },
+    { name: "secret name with underscore", spec: { ...acme, secret: { name: "billing_key" } }, valid: false },
+    { name: "secret name starting with a hyphen", spec: { ...acme, secret: { name: "-billing" } }, valid: false },
+    { name: "secret name of 254 characters", spec: { ...acme, secret: { name: "a".repeat(254) } }, valid: false },
+    { name: "secret key with dots and dashes", spec: { ...acme, secret: { key: "api_key.v1-prod" } }, valid: true },
+    { name: "secret key starting with one dot", spec: { ...acme, secret: { key: ".apiKey" } }, valid: true },
+    { name: "secret key '.'", spec: { ...acme, secret: { key: "." } }, valid: false },
+    { name: "secret key '..'", spec: { ...acme, secret: { key: ".." } }, valid: false },
+    { name: "secret key starting with '..'", spec: { ...acme, secret: { key: "..data" } }, valid: false },
+    { name: "secret key with a slash", spec: { ...acme, secret: { key: "a/b" } }, valid: false },
+    { name: "empty secret key", spec: { ...acme, secret: { key: "" } }, valid: false },
+    { name: "labels and annotations", spec: { ...acme, secret: { labels: { app: "billing" }, annotations: { a: "b" } } }, valid: true },
+    { name: "a label that is not a string", spec: { ...acme, secret: { labels: { replicas: 2 } } }, valid: false },
+    { name: "deletionPolicy Retain", spec: { ...acme, deletionPolicy: "Retain" }, valid: true },
+    { name: "deletionPolicy Orphan", spec: { ...acme, deletionPolicy: "Orphan" }, valid: false },
+    { name: "active as a string", spec: { ...acme, active: "yes" }, valid: false },
+  ];
+  for (const c of cases) {
+    it(`${c.valid ? "accepts" : "refuses"} ${c.name}`, () => {
+      expect(apiKeySpecSchema.safeParse(c.spec).success).toBe(c.valid);
+    });
+  }
+});
+
+describe("ApiKey spec: defaults", () => {
+  it("fills active, deletionPolicy and the Secret's data key, and leaves names to metadata.name", () => {
+    expect(apiKeySpecSchema.parse(acme)).toEqual({
+      customer: "acme",
+      active: true,
+      deletionPolicy: "Delete",
+      secret: { key: "apiKey" },
+    });
+  });
+
+  it("keeps what the spec says", () => {
+    const spec = { ...acme, active: false, deletionPolicy: "Retain", secret: { name: "s", key: "k" } };
+    expect(apiKeySpecSchema.parse(spec)).toEqual(spec);
+  });
+});
+
+describe("resolveSpec", () => {
+  it("defaults keyName and the Secret's name to metadata.name", () => {
+    const result = resolveSpec({ metadata: { name: "billing" }, spec: { ...acme, ...domain } });
+    expect(result).toEqual({
+      ok: true,
+      spec: {
+        customer: "acme",
+        domain: "sip.acme.example",
+        keyName: "billing",
+        active: true,
+        secret: { name: "billing", key: "apiKey", labels: {}, annotations: {} },
+        deletionPolicy: "Delete",
+      },
+    });
+  });
+
+  it("prefers the spec's own names", () => {
+    const spec = { ...acme, keyName: "Billing key", secret: { name: "billing-api-key", labels: { app: "billing" } } };
+    const result = resolveSpec({ metadata: { name: "billing" }, spec });
+    expect(result.ok && result.spec.keyName).toBe("Billing key");
+    expect(result.ok && result.spec.secret).toEqual({ name: "billing-api-key", key: "apiKey", labels: { app: "billing" }, annotations: {} });
+  });
+
+  it("says which field is wrong, for the Ready condition's message", () => {
+    const result = resolveSpec({ metadata: { name: "billing" }, spec: { ...acme, application: "ivr" } });
+    expect(result).toEqual({ ok: false, message: "spec.application: application needs domain: an application is named within its domain" });
+  });
+
+  it("refuses a metadata.name too long to be the key's name, unless keyName is set", () => {
+    const long = { metadata: { name: "a".repeat(129) }, spec: acme };
+    expect(resolveSpec(long)).toMatchObject({ ok: false, message: expect.stringContaining("spec.keyName") });
+    expect(resolveSpec({ ...long, spec: { ...acme, keyName: "short" } }).ok).toBe(true);
+  });
+
+  it("refuses a missing spec", () => {
+    expect(resolveSpec({ metadata: { name: "billing" } }).ok).toBe(false);
+  });
+});

@@ -1,0 +1,217 @@
+// The ApiKey custom resource (CONTRACT 5): its names, the zod schemas of spec and status, the types of
+// the whole object, and the effective values of a spec. crd.ts turns these schemas into the CRD.
+import { z } from "zod";
+import type { V1ObjectMeta } from "@kubernetes/client-node";
+import type { KeyType } from "../domain/model.ts";
+
+export const GROUP = "keyplane.dev";
+export const VERSION = "v1alpha1";
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const KIND = "ApiKey";
+export const PLURAL = "apikeys";
+export const SINGULAR = "apikey";
+export const SHORT_NAME = "ak";
+export const FINALIZER = "keyplane.dev/finalizer";
+export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
+export const MANAGED_BY_VALUE = "keyplane";
+
+// Patterns are anchored and free of look-arounds: the API server evaluates them with Go's RE2.
+// An id (digits), a uuid and a customer or application name are all 1-64 of A-Za-z0-9._- (CONTRACT 1).
+const directoryRef = (what: string) =>
+  z.string().min(1).max(64).regex(/^[A-Za-z0-9._-]+$/, `must be the ${what}'s id, uuid or name (A-Za-z0-9._-)`);
+// A subscriber's msisdn may start with "+".
+const subscriberRef = z.string().min(1).max(64).regex(/^\+?[A-Za-z0-9._-]+$/, "must be the subscriber's msisdn, id or uuid");
+const hostLabel = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+const dnsLabel = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+
+/** Key names as the service takes them: 1-128 characters, no control characters (CONTRACT 3). */
+export const keyNameSchema = z
+  .string()
+  .min(1)
+  .max(128)
+  // eslint-disable-next-line no-control-regex -- refusing control characters is the point
+  .regex(/^[^\x00-\x1f\x7f]*$/, "must not contain control characters");
+/** A Secret's name: a DNS subdomain. */
+export const secretNameSchema = z
+  .string()
+  .max(253)
+  .regex(new RegExp(`^${dnsLabel}(\\.${dnsLabel})*$`), "must be a DNS subdomain (lower-case a-z, 0-9, '-' and '.')");
+/** A data key of a Secret: A-Za-z0-9._-, at most 253, not ".", ".." nor starting with "..". */
+export const secretKeySchema = z
+  .string()
+  .max(253)
+  .regex(/^\.?[-_A-Za-z0-9][-._A-Za-z0-9]*$/, "must be a Secret data key (A-Za-z0-9._-, not '.', '..' nor '..'-prefixed)");
+
+const stringMap = z.record(z.string(), z.string());
+
+/** The fields the scope rules look at. */
+interface ScopeFields {
+  domain?: string | undefined;
+  application?: string | undefined;
+  subscriber?: string | undefined;
+}
+
+/** The scope combinations: zod checks them here, and crd.ts renders the same list as CEL rules. */
+export const scopeRules: readonly { field: keyof ScopeFields; message: string; cel: string; holds: (s: ScopeFields) => boolean }[] = [
+  {
+    field: "application",
+    message: "application needs domain: an application is named within its domain",
+    cel: "!has(self.application) || has(self.domain)",
+    holds: (s) => s.application === undefined || s.domain !== undefined,
+  },
+  {
+    field: "subscriber",
+    message: "subscriber needs domain: a subscriber is named within its domain",
+    cel: "!has(self.subscriber) || has(self.domain)",
+    holds: (s) => s.subscriber === undefined || s.domain !== undefined,
+  },
+  {
+    field: "subscriber",
+    message: "application and subscriber exclude each other: a key's scope is one or the other",
+    cel: "!(has(self.application) && has(self.subscriber))",
+    holds: (s) => s.application === undefined || s.subscriber === undefined,
+  },
+];
+
+export const deletionPolicySchema = z.enum(["Delete", "Retain"]);
+
+export const apiKeySpecSchema = z
+  .object({
+    customer: directoryRef("customer").describe("The customer (tenant) of the key: its id, uuid or name."),
+    domain: z
+      .string()
+      .max(253)
+      .regex(new RegExp(`^${hostLabel}(\\.${hostLabel})*$`), "must be the domain's name, id or uuid")
+      .optional()
+      .describe("The domain of the key, inside the customer: its name, id or uuid."),
+    application: directoryRef("application")
+      .optional()
+      .describe("The voice application of the key, inside the domain. Needs domain; not with subscriber."),
+    subscriber: subscriberRef
+      .optional()
+      .describe("The subscriber of the key, inside the domain: its msisdn, id or uuid. Needs domain."),
+    keyName: keyNameSchema.optional().describe("The name of the key in keyplane. Default: metadata.name."),
+    active: z.boolean().default(true).describe("Whether the key authenticates; keyplane keeps it as said here."),
+    secret: z
+      .object({
+        name: secretNameSchema.optional().describe("The Secret that receives the keyId. Default: metadata.name."),
+        key: secretKeySchema.default("apiKey").describe("The data key of the keyId in the Secret."),
+        labels: stringMap.optional().describe("Labels copied onto the Secret."),
+        annotations: stringMap.optional().describe("Annotations copied onto the Secret."),
+      })
+      // prefault, not default: the absent object is parsed, so that its own defaults apply.
+      .prefault({})
+      .describe("Where the keyId is written."),
+    deletionPolicy: deletionPolicySchema
+      .default("Delete")
+      .describe("Delete: the key is deleted with this resource. Retain: the key stays in keyplane."),
+  })
+  .superRefine((spec, ctx) => {
+    for (const rule of scopeRules) {
+      if (!rule.holds(spec)) ctx.addIssue({ code: "custom", message: rule.message, path: [rule.field] });
+    }
+  })
+  .describe("The key wanted: its scope, name and state, and the Secret that holds it.");
+
+const int64 = z.int().nonnegative().meta({ format: "int64" });
+
+export const conditionSchema = z.object({
+  type: z.string().min(1).describe("The condition's type, such as Ready."),
+  status: z.enum(["True", "False", "Unknown"]),
+  reason: z.string().describe("A CamelCase reason, such as Provisioned or ScopeNotFound."),
+  message: z.string().describe("A message for a person."),
+  lastTransitionTime: z.string().meta({ format: "date-time" }).describe("When status last changed."),
+  observedGeneration: int64.optional().describe("The metadata.generation the condition was computed from."),
+});
+
+// An ApiKey never makes a user's key.
+const apiKeyTypes = ["customer", "application", "subscriber"] as const satisfies readonly KeyType[];
+export const keyTypeSchema = z.enum(apiKeyTypes);
+
+export const apiKeyStatusSchema = z
+  .object({
+    observedGeneration: int64.optional().describe("The metadata.generation last reconciled."),
+    conditions: z
+      .array(conditionSchema)
+      .optional()
+      .meta({ "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"] }),
+    key: z
+      .object({
+        id: int64.describe("The key's numeric id in keyplane."),
+        type: keyTypeSchema,
+        hint: z.string().describe("The first and last characters of the keyId; never the whole token."),
+      })
+      .optional()
+      .describe("The key in keyplane."),
+    secretName: z.string().optional().describe("The Secret that holds the keyId."),
+  })
+  .describe("What the operator observed, written through the status subresource.");
+
+/** A spec as stored: the API server has applied the CRD's defaults. */
+export type ApiKeySpec = z.output<typeof apiKeySpecSchema>;
+/** A spec as written by a person, before defaults. */
+export type ApiKeySpecInput = z.input<typeof apiKeySpecSchema>;
+export type ApiKeyStatus = z.output<typeof apiKeyStatusSchema>;
+export type ApiKeyCondition = z.output<typeof conditionSchema>;
+export type DeletionPolicy = z.output<typeof deletionPolicySchema>;
+
+export interface ApiKey {
+  apiVersion: typeof API_VERSION;
+  kind: typeof KIND;
+  metadata: V1ObjectMeta;
+  spec: ApiKeySpec;
+  status?: ApiKeyStatus;
+}
+
+/** A spec with every default resolved, metadata.name included. */
+export interface EffectiveSpec {
+  customer: string;
+  domain?: string | undefined;
+  application?: string | undefined;
+  subscriber?: string | undefined;
+  keyName: string;
+  active: boolean;
+  secret: { name: string; key: string; labels: Record<string, string>; annotations: Record<string, string> };
+  deletionPolicy: DeletionPolicy;
+}
+
+export type SpecResult = { ok: true; spec: EffectiveSpec } | { ok: false; message: string };
+
+/**
+ * Validates a spec and resolves its defaults. The operator must call it on every ApiKey it reads:
+ * an API server older than 1.25 ignores the CRD's CEL rules, so only this enforces them there.
+ */
+export function resolveSpec(apiKey: { metadata: { name?: string | undefined }; spec?: unknown }): SpecResult {
+  const name = apiKey.metadata.name ?? "";
+  const parsed = apiKeySpecSchema.safeParse(apiKey.spec);
+  if (!parsed.success) return { ok: false, message: describeIssues(parsed.error.issues) };
+  const spec = parsed.data;
+  const keyName = spec.keyName ?? name;
+  // metadata.name may be up to 253 characters, the key name only 128.
+  const checked = keyNameSchema.safeParse(keyName);
+  if (!checked.success) {
+    return { ok: false, message: `spec.keyName: ${checked.error.issues[0]?.message} (it defaults to metadata.name)` };
+  }
+  return {
+    ok: true,
+    spec: {
+      customer: spec.customer,
+      domain: spec.domain,
+      application: spec.application,
+      subscriber: spec.subscriber,
+      keyName,
+      active: spec.active,
+      secret: {
+        name: spec.secret.name ?? name,
+        key: spec.secret.key,
+        labels: spec.secret.labels ?? {},
+        annotations: spec.secret.annotations ?? {},
+      },
+      deletionPolicy: spec.deletionPolicy,
+    },
+  };
+}
+
+function describeIssues(issues: readonly z.core.$ZodIssue[]): string {
+  return issues.map((issue) => `${["spec", ...issue.path.map(String)].join(".")}: ${issue.message}`).join("; ");
+}

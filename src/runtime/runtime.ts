@@ -1,0 +1,48 @@
+import { AppError } from "../domain/errors.ts";
+import type { ApiKey, Application } from "../domain/model.ts";
+import type { Context } from "../services/context.ts";
+import { provisionKey } from "../services/keys.ts";
+
+// The voice-application runtime (CONTRACT 6, SPEC 5.6): when the platform runs an application it
+// provisions the application's runtime key and hands it over in a request header.
+export const RUNTIME_KEY_NAME = "runtime";
+const INVOKE_TIMEOUT_MS = 10_000;
+
+export async function runtimeKey(ctx: Context, app: Application): Promise<ApiKey> {
+  const scope = { tenantId: app.tenantId, domainId: app.domainId, applicationId: app.id, subscriberId: null };
+  return (await provisionKey(ctx, scope, { name: RUNTIME_KEY_NAME })).key;
+}
+
+export interface Answer {
+  status: number;
+  contentType: string | undefined;
+  body: Buffer;
+}
+
+/**
+ * Runs the application: sends `body` (JSON) to its url with its method and the runtime key in the
+ * header `headerName`, and returns the application's answer as it is. A GET carries no body.
+ */
+export async function invoke(ctx: Context, app: Application, body: unknown, headerName: string): Promise<Answer> {
+  if (!app.url) throw new AppError("bad_gateway", "The application has no url to invoke.");
+  const key = await runtimeKey(ctx, app);
+  let response: Response;
+  try {
+    response = await fetch(app.url, {
+      method: app.method,
+      headers: { [headerName]: key.keyId, ...(app.method === "POST" ? { "content-type": "application/json" } : {}) },
+      body: app.method === "POST" ? JSON.stringify(body ?? null) : undefined,
+      signal: AbortSignal.timeout(INVOKE_TIMEOUT_MS),
+      redirect: "manual",
+    });
+    return {
+      status: response.status,
+      contentType: response.headers.get("content-type") ?? undefined,
+      body: Buffer.from(await response.arrayBuffer()),
+    };
+  } catch (error) {
+    const timedOut = (error as Error).name === "TimeoutError";
+    ctx.log.warn({ application: app.id, reason: (error as Error).name }, "application invoke failed");
+    throw new AppError("bad_gateway", timedOut ? "The application did not answer within 10 s." : "The application could not be reached.");
+  }
+}

@@ -1,0 +1,32 @@
+import { unauthorized } from "../domain/errors.ts";
+import { scopeOf, type KeyType } from "../domain/model.ts";
+import type { Scope } from "../domain/scope.ts";
+import { isTokenFormat, tokenHash } from "../domain/token.ts";
+import type { Context } from "./context.ts";
+
+/** The caller behind a request: the key it presented. */
+export interface Principal {
+  keyId: number;
+  type: KeyType;
+  userId: number | null;
+  scope: Scope;
+}
+
+/** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), if any. */
+export function bearerToken(header: string | undefined): string | undefined {
+  const match = header?.match(/^bearer +(\S+) *$/i);
+  return match?.[1];
+}
+
+/**
+ * A live, active key for the token, or 401. A token not of the keyId form is refused before any
+ * look-up, so garbage never reaches the cache or the database.
+ */
+export async function authenticate(ctx: Context, header: string | undefined): Promise<Principal> {
+  const token = bearerToken(header);
+  if (token === undefined) throw unauthorized("An Authorization: Bearer <API key> header is required.");
+  if (!isTokenFormat(token)) throw unauthorized();
+  const credential = await ctx.verifier.credential(tokenHash(token));
+  if (!credential?.active) throw unauthorized();
+  return { keyId: credential.id, type: credential.type, userId: credential.userId, scope: scopeOf(credential) };
+}

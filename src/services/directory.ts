@@ -1,0 +1,116 @@
+import { conflict, notFound } from "../domain/errors.ts";
+import { parseIdentifier, type Named } from "../domain/identifier.ts";
+import type { Application, Customer, Domain, Subscriber, User } from "../domain/model.ts";
+import { sqlState, UNIQUE_VIOLATION } from "../store/database.ts";
+import {
+  applicationInsert, customerInsert, domainInsert, entityDelete, entityFind, entityList, subscriberInsert, TABLES,
+  userInsert, type ApplicationInput,
+} from "../store/directory.ts";
+import { keyFindById, keyInsertUnlessExists } from "../store/keys.ts";
+import type { Context } from "./context.ts";
+import { mintToken, unseal } from "./keys.ts";
+import type { ApiKey } from "../domain/model.ts";
+
+// Use cases of the admin API's directory. Entities are named by id, uuid or name within their parent
+// (CONTRACT 1); an unknown one is 404, a duplicate 409.
+
+/** A path segment as an admin identifier: `self` means nothing here, so it is a name like any other. */
+function named(segment: string): Named {
+  const ident = parseIdentifier(segment);
+  return ident.kind === "self" ? { kind: "name", name: segment } : ident;
+}
+
+async function unique<T>(what: string, insert: () => Promise<T>): Promise<T> {
+  try {
+    return await insert();
+  } catch (error) {
+    if (sqlState(error) === UNIQUE_VIOLATION) throw conflict(`${what} already exists.`);
+    throw error;
+  }
+}
+
+function found<T>(entity: T | undefined, what: string): T {
+  if (entity === undefined) throw notFound(`No such ${what}.`);
+  return entity;
+}
+
+export const createCustomer = (ctx: Context, name: string): Promise<Customer> =>
+  unique(`A customer named "${name}"`, () => customerInsert(ctx.db, name, ctx.clock()));
+
+export const listCustomers = (ctx: Context) => entityList(ctx.db, TABLES.customers, null);
+
+export async function getCustomer(ctx: Context, ref: string): Promise<Customer> {
+  return found(await entityFind(ctx.db, TABLES.customers, named(ref), null), "customer");
+}
+
+export async function getDomain(ctx: Context, customer: Customer, ref: string): Promise<Domain> {
+  return found(await entityFind(ctx.db, TABLES.domains, named(ref), customer.id), "domain");
+}
+
+export async function getApplication(ctx: Context, domain: Domain, ref: string): Promise<Application> {
+  return found(await entityFind(ctx.db, TABLES.applications, named(ref), domain.id), "application");
+}
+
+/** A subscriber by msisdn first, then id, then uuid. */
+export async function findSubscriber(ctx: Context, domainId: number | null, ref: string): Promise<Subscriber | undefined> {
+  const ident = named(ref);
+  if (ident.kind === "id") {
+    const byMsisdn = await entityFind(ctx.db, TABLES.subscribers, { kind: "name", name: ref }, domainId);
+    if (byMsisdn) return byMsisdn;
+  }
+  return entityFind(ctx.db, TABLES.subscribers, ident, domainId);
+}
+
+export async function getSubscriber(ctx: Context, domain: Domain, ref: string): Promise<Subscriber> {
+  return found(await findSubscriber(ctx, domain.id, ref), "subscriber");
+}
+
+export async function getUser(ctx: Context, customer: Customer, ref: string): Promise<User> {
+  return found(await entityFind(ctx.db, TABLES.users, named(ref), customer.id), "user");
+}
+
+export const createDomain = (ctx: Context, customer: Customer, domain: string) =>
+  unique(`The domain "${domain}"`, () => domainInsert(ctx.db, customer.id, domain, ctx.clock()));
+
+export const listDomains = (ctx: Context, customer: Customer) => entityList(ctx.db, TABLES.domains, customer.id);
+
+export const createApplication = (ctx: Context, domain: Domain, input: ApplicationInput) =>
+  unique(`An application named "${input.name}" in this domain`, () => applicationInsert(ctx.db, domain, input, ctx.clock()));
+
+export const listApplications = (ctx: Context, domain: Domain) => entityList(ctx.db, TABLES.applications, domain.id);
+
+export const createSubscriber = (ctx: Context, domain: Domain, msisdn: string) =>
+  unique(`A subscriber ${msisdn} in this domain`, () => subscriberInsert(ctx.db, domain, msisdn, ctx.clock()));
+
+export const listSubscribers = (ctx: Context, domain: Domain) => entityList(ctx.db, TABLES.subscribers, domain.id);
+
+export const listUsers = (ctx: Context, customer: Customer) => entityList(ctx.db, TABLES.users, customer.id);
+
+/** Creates a user and, with it, the user's key: type user, named by the email, at the user's scope. */
+export async function createUser(ctx: Context, customer: Customer, email: string, domain: Domain | null): Promise<{ user: User; key: ApiKey }> {
+  const now = ctx.clock();
+  return unique(`A user ${email}`, () =>
+    ctx.db.transaction(async (tx) => {
+      const user = await userInsert(tx, customer.id, domain?.id ?? null, email, now);
+      const scope = { tenantId: customer.id, domainId: domain?.id ?? null, applicationId: null, subscriberId: null };
+      const keyId = await keyInsertUnlessExists(
+        tx,
+        { ...mintToken(ctx), name: email, active: true, type: "user", scope, userId: user.id, managedBy: null },
+        now,
+      );
+      const stored = keyId === undefined ? undefined : await keyFindById(tx, keyId);
+      if (!stored) throw new Error("the user's key was not created");
+      return { user, key: unseal(ctx, stored) };
+    }),
+  );
+}
+
+export type EntityTableName = keyof typeof TABLES;
+
+/** Deletes an entity with everything below it; its keys stop working at once, on every process. */
+export async function deleteEntity(ctx: Context, table: EntityTableName, id: number): Promise<void> {
+  await entityDelete(ctx.db, TABLES[table] as Parameters<typeof entityDelete>[1], id, ctx.clock());
+  // Many keys may have gone: drop every cached verification here; other processes hear the
+  // per-key notifications.
+  ctx.verifier.clear();
+}

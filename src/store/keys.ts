@@ -1,0 +1,151 @@
+import type { KeyType, StoredKey } from "../domain/model.ts";
+import type { Scope } from "../domain/scope.ts";
+import type { Queryable } from "./database.ts";
+import { KEY_SELECT, storedKeyFrom } from "./rows.ts";
+
+// Queries of the api_keys table. Every read is of live keys (deleted_at IS NULL) unless it says so.
+export interface KeyInsert {
+  hash: Buffer;
+  sealed: Buffer;
+  name: string;
+  active: boolean;
+  type: KeyType;
+  scope: Scope;
+  userId: number | null;
+  managedBy: string | null;
+}
+
+/** Inserts a key unless a live key of the same identity exists; the new id, or undefined. */
+export async function keyInsertUnlessExists(q: Queryable, k: KeyInsert, now: Date): Promise<number | undefined> {
+  const rows = await q.query<{ id: number }>(
+    `INSERT INTO api_keys (token_hash, token_sealed, name, active, type, tenant_id, domain_id, application_id,
+                           subscriber_id, user_id, managed_by, created_at, modified_at, active_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, CASE WHEN $4 THEN $12::timestamptz END)
+     ON CONFLICT DO NOTHING
+     RETURNING id`,
+    [k.hash, k.sealed, k.name, k.active, k.type, k.scope.tenantId, k.scope.domainId, k.scope.applicationId,
+      k.scope.subscriberId, k.userId, k.managedBy, now],
+  );
+  return rows[0]?.id;
+}
+
+/** The WHERE condition selecting keys inside `scope`, with its parameters from `$first` on. */
+function insideScope(scope: Scope, first: number): { sql: string; params: unknown[] } {
+  const parts = ["k.tenant_id"];
+  const params: unknown[] = [scope.tenantId];
+  for (const [column, value] of [["k.domain_id", scope.domainId], ["k.application_id", scope.applicationId], ["k.subscriber_id", scope.subscriberId]] as const) {
+    if (value !== null) {
+      parts.push(column);
+      params.push(value);
+    }
+  }
+  return { sql: parts.map((c, i) => `${c} = $${first + i}`).join(" AND "), params };
+}
+
+export async function keyFindByIdentity(q: Queryable, scope: Scope, name: string): Promise<StoredKey | undefined> {
+  const rows = await q.query(
+    `${KEY_SELECT} WHERE k.deleted_at IS NULL AND k.user_id IS NULL AND k.name = $1 AND k.tenant_id = $2
+       AND coalesce(k.domain_id, 0) = $3 AND coalesce(k.application_id, 0) = $4 AND coalesce(k.subscriber_id, 0) = $5`,
+    [name, scope.tenantId, scope.domainId ?? 0, scope.applicationId ?? 0, scope.subscriberId ?? 0],
+  );
+  return rows[0] ? storedKeyFrom(rows[0]) : undefined;
+}
+
+export async function keyFindById(q: Queryable, id: number): Promise<StoredKey | undefined> {
+  const rows = await q.query(`${KEY_SELECT} WHERE k.id = $1 AND k.deleted_at IS NULL`, [id]);
+  return rows[0] ? storedKeyFrom(rows[0]) : undefined;
+}
+
+export async function keyFindByHash(q: Queryable, hash: Buffer): Promise<StoredKey | undefined> {
+  const rows = await q.query(`${KEY_SELECT} WHERE k.token_hash = $1 AND k.deleted_at IS NULL`, [hash]);
+  return rows[0] ? storedKeyFrom(rows[0]) : undefined;
+}
+
+/** What authentication needs of a key, by its token's hash: one index look-up, no joins. */
+export interface KeyCredential extends Scope {
+  id: number;
+  active: boolean;
+  type: KeyType;
+  userId: number | null;
+}
+
+export async function keyCredentialByHash(q: Queryable, hash: Buffer): Promise<KeyCredential | undefined> {
+  const rows = await q.query<Record<string, unknown>>(
+    `SELECT id, active, type, tenant_id, domain_id, application_id, subscriber_id, user_id
+       FROM api_keys WHERE token_hash = $1 AND deleted_at IS NULL`,
+    [hash],
+  );
+  const r = rows[0];
+  if (!r) return undefined;
+  return {
+    id: r.id as number,
+    active: r.active as boolean,
+    type: r.type as KeyType,
+    tenantId: r.tenant_id as number,
+    domainId: (r.domain_id ?? null) as number | null,
+    applicationId: (r.application_id ?? null) as number | null,
+    subscriberId: (r.subscriber_id ?? null) as number | null,
+    userId: (r.user_id ?? null) as number | null,
+  };
+}
+
+export interface KeyFilter {
+  active?: boolean;
+  type?: KeyType;
+  name?: string;
+}
+
+/** One page of the live keys inside `scope`, ordered by id, after id `after`. */
+export async function keyListByScope(
+  q: Queryable,
+  scope: Scope,
+  filter: KeyFilter,
+  after: number,
+  limit: number,
+): Promise<StoredKey[]> {
+  const inside = insideScope(scope, 3);
+  const params: unknown[] = [after, limit, ...inside.params];
+  let sql = `${KEY_SELECT} WHERE k.deleted_at IS NULL AND k.id > $1 AND ${inside.sql}`;
+  for (const [column, value] of [["k.active", filter.active], ["k.type", filter.type], ["k.name", filter.name]] as const) {
+    if (value !== undefined) {
+      params.push(value);
+      sql += ` AND ${column} = $${params.length}`;
+    }
+  }
+  const rows = await q.query(`${sql} ORDER BY k.id LIMIT $2`, params);
+  return rows.map(storedKeyFrom);
+}
+
+export interface KeyChange {
+  name?: string;
+  active?: boolean;
+}
+
+/** Applies a change to a live key; modifiedAt moves only when something changed. False if no such key. */
+export async function keyUpdate(q: Queryable, id: number, change: KeyChange, now: Date): Promise<boolean> {
+  const rows = await q.query(
+    `UPDATE api_keys SET
+       name = coalesce($2, name),
+       active = coalesce($3, active),
+       active_at = CASE WHEN $3 AND NOT active THEN $4 ELSE active_at END,
+       modified_at = CASE WHEN name IS DISTINCT FROM coalesce($2, name) OR active IS DISTINCT FROM coalesce($3, active)
+                          THEN $4 ELSE modified_at END
+     WHERE id = $1 AND deleted_at IS NULL
+     RETURNING id`,
+    [id, change.name ?? null, change.active ?? null, now],
+  );
+  return rows.length > 0;
+}
+
+export async function keyDelete(q: Queryable, id: number, now: Date): Promise<boolean> {
+  const rows = await q.query(
+    "UPDATE api_keys SET deleted_at = $2, modified_at = $2 WHERE id = $1 AND deleted_at IS NULL RETURNING id",
+    [id, now],
+  );
+  return rows.length > 0;
+}
+
+/** Records which ApiKey resource manages a key (the operator's claim). */
+export async function keySetManagedBy(q: Queryable, id: number, managedBy: string | null): Promise<void> {
+  await q.query("UPDATE api_keys SET managed_by = $2 WHERE id = $1", [id, managedBy]);
+}

@@ -1,0 +1,10 @@
+import type { Logger } from "pino";
+
+// node-postgres's advice: one module logs every statement's text and duration, never its parameters.
+export function logQuery(log: Logger, text: string, startedAt: number, error?: unknown): void {
+  if (!log.isLevelEnabled("debug")) return;
+  const ms = Number((performance.now() - startedAt).toFixed(2));
+  const sql = text.replace(/\s+/g, " ").trim().slice(0, 200);
+  if (error) log.debug({ sql, ms, sqlState: (error as { code?: string }).code }, "query failed");
+  else log.debug({ sql, ms }, "query");
+}
