@@ -2,7 +2,7 @@ import type { Request, Response } from "express";
 import { unauthorized } from "../domain/errors.ts";
 import { mayManage, type Scope } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
-import { deleteKey, getKey, keyById, listKeys, provisionKey, updateKey } from "../services/keys.ts";
+import { deleteKey, getKey, listKeys, provisionKey, updateKey } from "../services/keys.ts";
 import { resolvePathScope, type PathRefs } from "../services/path-scope.ts";
 import { sendKeyList } from "./key-list.ts";
 import { keyJson } from "./present.ts";
@@ -99,10 +99,11 @@ export function keysRoutes(ctx: Context): Route[] {
       method: "get", path, tag: "keys", auth: "key",
       summary: "The calling key",
       ok: { status: 200, description: "The calling key", schema: keyObject },
-      handle: async (req, res) => {
-        const key = await keyById(ctx, req.principal!.keyId);
-        if (!key) throw unauthorized();
-        res.json(keyJson(key));
+      handle: (req, res) => {
+        // The caller's key came with authentication; its keyId is the token it presented.
+        const { key, token } = req.principal!;
+        const { sealed: _sealed, hash: _hash, ...shown } = key;
+        res.json(keyJson({ ...shown, keyId: token }));
       },
     });
   return [

@@ -1,14 +1,14 @@
 import { unauthorized } from "../domain/errors.ts";
-import { scopeOf, type KeyType } from "../domain/model.ts";
+import { scopeOf, type StoredKey } from "../domain/model.ts";
 import type { Scope } from "../domain/scope.ts";
 import { isTokenFormat, tokenHash } from "../domain/token.ts";
 import type { Context } from "./context.ts";
 
 /** The caller behind a request: the key it presented. */
 export interface Principal {
-  keyId: number;
-  type: KeyType;
-  userId: number | null;
+  key: StoredKey;
+  /** The token presented: the key's keyId. */
+  token: string;
   scope: Scope;
 }
 
@@ -26,7 +26,7 @@ export async function authenticate(ctx: Context, header: string | undefined): Pr
   const token = bearerToken(header);
   if (token === undefined) throw unauthorized("An Authorization: Bearer <API key> header is required.");
   if (!isTokenFormat(token)) throw unauthorized();
-  const credential = await ctx.verifier.credential(tokenHash(token));
-  if (!credential?.active) throw unauthorized();
-  return { keyId: credential.id, type: credential.type, userId: credential.userId, scope: scopeOf(credential) };
+  const key = await ctx.verifier.lookup(tokenHash(token));
+  if (!key?.active) throw unauthorized();
+  return { key, token, scope: scopeOf(key) };
 }

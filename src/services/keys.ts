@@ -76,11 +76,6 @@ export async function getKey(ctx: Context, target: Scope, ref: string): Promise<
   return unseal(ctx, stored);
 }
 
-export async function keyById(ctx: Context, id: number): Promise<ApiKey | undefined> {
-  const stored = await keyFindById(ctx.db, id);
-  return stored && unseal(ctx, stored);
-}
-
 export async function updateKey(ctx: Context, target: Scope, ref: string, change: KeyChange): Promise<ApiKey> {
   const stored = await findKey(ctx.db, target, ref);
   if (!stored) throw keyNotFound();

@@ -1,9 +1,10 @@
 import { LRUCache } from "lru-cache";
 import type { Queryable } from "../store/database.ts";
-import { keyCredentialByHash, type KeyCredential } from "../store/keys.ts";
+import type { StoredKey } from "../domain/model.ts";
+import { keyFindByHash } from "../store/keys.ts";
 
-// The verification cache: what authentication needs of a token, by the token's hash, so the hot path
-// is one hash and one map look-up. Unknown tokens are cached too (a negative entry), so a flood of the
+// The verification cache: the live key behind a token, by the token's hash, so the hot path is one
+// hash and one map look-up, and GET /keys/self needs nothing more. Unknown tokens are cached too (a negative entry), so a flood of the
 // same bad tokens stays off the database.
 //
 // Correctness rests on three rules:
@@ -13,7 +14,7 @@ import { keyCredentialByHash, type KeyCredential } from "../store/keys.ts";
 // - a look-up started before an invalidation never caches its answer (the epoch check), and every
 //   entry expires after `ttlMs` whatever happens.
 const UNKNOWN = Symbol("unknown");
-type Entry = KeyCredential | typeof UNKNOWN;
+type Entry = StoredKey | typeof UNKNOWN;
 
 export interface VerifierOptions {
   maxEntries?: number;
@@ -39,7 +40,7 @@ export class Verifier {
   }
 
   /** The live key behind a token hash (active or not), or undefined when there is none. */
-  async credential(hash: Buffer): Promise<KeyCredential | undefined> {
+  async lookup(hash: Buffer): Promise<StoredKey | undefined> {
     const id = hash.toString("hex");
     const cached = this.#cache.get(id);
     if (cached !== undefined) {
@@ -49,7 +50,7 @@ export class Verifier {
     this.#stats.misses++;
     const epoch = this.#epoch;
     this.#stats.queries++;
-    const found = await keyCredentialByHash(this.#db, hash);
+    const found = await keyFindByHash(this.#db, hash);
     if (epoch === this.#epoch) this.#cache.set(id, found ?? UNKNOWN);
     return found;
   }

@@ -61,34 +61,6 @@ export async function keyFindByHash(q: Queryable, hash: Buffer): Promise<StoredK
   return rows[0] ? storedKeyFrom(rows[0]) : undefined;
 }
 
-/** What authentication needs of a key, by its token's hash: one index look-up, no joins. */
-export interface KeyCredential extends Scope {
-  id: number;
-  active: boolean;
-  type: KeyType;
-  userId: number | null;
-}
-
-export async function keyCredentialByHash(q: Queryable, hash: Buffer): Promise<KeyCredential | undefined> {
-  const rows = await q.query<Record<string, unknown>>(
-    `SELECT id, active, type, tenant_id, domain_id, application_id, subscriber_id, user_id
-       FROM api_keys WHERE token_hash = $1 AND deleted_at IS NULL`,
-    [hash],
-  );
-  const r = rows[0];
-  if (!r) return undefined;
-  return {
-    id: r.id as number,
-    active: r.active as boolean,
-    type: r.type as KeyType,
-    tenantId: r.tenant_id as number,
-    domainId: (r.domain_id ?? null) as number | null,
-    applicationId: (r.application_id ?? null) as number | null,
-    subscriberId: (r.subscriber_id ?? null) as number | null,
-    userId: (r.user_id ?? null) as number | null,
-  };
-}
-
 export interface KeyFilter {
   active?: boolean;
   type?: KeyType;

@@ -1,0 +1,233 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSealer } from "../../src/domain/seal.ts";
+import { newToken, tokenHash } from "../../src/domain/token.ts";
+import { sqlState, UNIQUE_VIOLATION, type Database } from "../../src/store/database.ts";
+import {
+  applicationInsert, customerInsert, domainInsert, entityDelete, entityFind, entityList, subscriberInsert, TABLES, userInsert,
+} from "../../src/store/directory.ts";
+import {
+  keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyInsertUnlessExists, keyListByScope, keyUpdate,
+  type KeyInsert,
+} from "../../src/store/keys.ts";
+import { loadMigrations, migrate, migrationsApplied } from "../../src/store/migrate.ts";
+import { KEYS_CHANNEL } from "../../src/keyplane.ts";
+import type { Scope } from "../../src/domain/scope.ts";
+import { backends, openTestDatabase, type TestDatabase } from "../support/databases.ts";
+import { captureLogger } from "../support/service.ts";
+
+// The store suite: the same tests on PGlite and on PostgreSQL.
+const sealer = createSealer(randomBytes(32));
+const now = new Date("2026-11-22T10:00:00.000Z");
+const later = new Date("2026-11-22T11:00:00.000Z");
+
+function keyAt(scope: Scope, name: string, extra: Partial<KeyInsert> = {}): KeyInsert & { token: string } {
+  const token = newToken();
+  const hash = tokenHash(token);
+  return {
+    token, hash, sealed: sealer.seal(token, hash), name, active: true,
+    type: scope.applicationId ? "application" : scope.subscriberId ? "subscriber" : "customer",
+    scope, userId: null, managedBy: null, ...extra,
+  };
+}
+
+describe.each(backends())("store on %s", (backend) => {
+  let t: TestDatabase;
+  let db: Database;
+  const log = captureLogger([]);
+  let tenant: Scope, domain: Scope, app: Scope, other: Scope;
+
+  beforeAll(async () => {
+    t = await openTestDatabase(backend, log);
+    db = t.db;
+    await migrate(db, log);
+    const c = await customerInsert(db, "acme", now);
+    const d = await domainInsert(db, c.id, "SIP.Acme.Example", now);
+    const a = await applicationInsert(db, d, { name: "ivr", url: null, method: "POST" }, now);
+    const c2 = await customerInsert(db, "globex", now);
+    tenant = { tenantId: c.id, domainId: null, applicationId: null, subscriberId: null };
+    domain = { ...tenant, domainId: d.id };
+    app = { ...domain, applicationId: a.id };
+    other = { tenantId: c2.id, domainId: null, applicationId: null, subscriberId: null };
+  });
+  afterAll(() => t.drop());
+
+  describe("migrations", () => {
+    it("are all applied, and applying again does nothing", async () => {
+      const migrations = await loadMigrations();
+      expect(await migrationsApplied(db, migrations)).toBe(true);
+      expect(await migrate(db, log, migrations)).toEqual([]);
+    });
+
+    it("refuse to run when an applied migration was changed", async () => {
+      const migrations = await loadMigrations();
+      const changed = migrations.map((m, i) => (i === 0 ? { ...m, checksum: "0".repeat(64) } : m));
+      await expect(migrate(db, log, changed)).rejects.toThrow(/was changed after it was applied/);
+    });
+
+    it("refuse a database newer than this code", async () => {
+      await expect(migrate(db, log, [])).rejects.toThrow(/does not know/);
+    });
+  });
+
+  describe("directory", () => {
+    it("keeps domain names lower-case and finds names case-insensitively", async () => {
+      const found = await entityFind(db, TABLES.domains, { kind: "name", name: "sip.ACME.example" }, null);
+      expect(found?.domain).toBe("sip.acme.example");
+      expect((await entityFind(db, TABLES.customers, { kind: "name", name: "ACME" }, null))?.id).toBe(tenant.tenantId);
+    });
+
+    it("refuses a second live entity of the same name, and allows it once the first is deleted", async () => {
+      const c = await customerInsert(db, "initech", now);
+      await expect(customerInsert(db, "INITECH", now)).rejects.toSatisfy((e) => sqlState(e) === UNIQUE_VIOLATION);
+      expect(await entityDelete(db, TABLES.customers, c.id, later)).toBe(true);
+      expect(await entityDelete(db, TABLES.customers, c.id, later)).toBe(false);
+      expect((await customerInsert(db, "initech", now)).id).not.toBe(c.id);
+    });
+
+    it("refuses names the database rules out, whatever the caller checked", async () => {
+      await expect(customerInsert(db, "self", now)).rejects.toThrow();
+      await expect(customerInsert(db, "12345", now)).rejects.toThrow();
+      await expect(customerInsert(db, "has space", now)).rejects.toThrow();
+    });
+
+    it("keeps an entity inside its parent's customer (composite foreign keys)", async () => {
+      await expect(
+        db.query("INSERT INTO applications (tenant_id, domain_id, name, created_at, modified_at) VALUES ($1, $2, 'x', now(), now())", [
+          other.tenantId, domain.domainId,
+        ]),
+      ).rejects.toThrow();
+    });
+
+    it("finds names only within the parent they are unique in", async () => {
+      expect(await entityFind(db, TABLES.applications, { kind: "name", name: "IVR" }, domain.domainId)).toMatchObject({ id: app.applicationId });
+      expect(await entityFind(db, TABLES.applications, { kind: "name", name: "ivr" }, null)).toBeUndefined();
+      expect(await entityFind(db, TABLES.applications, { kind: "id", id: app.applicationId! }, null)).toMatchObject({ name: "ivr" });
+    });
+
+    it("deletes everything below an entity, keys included", async () => {
+      const c = await customerInsert(db, "umbrella", now);
+      const d = await domainInsert(db, c.id, "umbrella.example", now);
+      const s = await subscriberInsert(db, d, "+15550001", now);
+      const u = await userInsert(db, c.id, d.id, "x@umbrella.example", now);
+      const k = keyAt({ tenantId: c.id, domainId: d.id, applicationId: null, subscriberId: s.id }, "s");
+      const id = (await keyInsertUnlessExists(db, k, now))!;
+      expect(await entityDelete(db, TABLES.customers, c.id, later)).toBe(true);
+      expect(await entityList(db, TABLES.domains, c.id)).toEqual([]);
+      expect(await entityFind(db, TABLES.subscribers, { kind: "id", id: s.id }, null)).toBeUndefined();
+      expect(await entityFind(db, TABLES.users, { kind: "id", id: u.id }, null)).toBeUndefined();
+      expect(await keyFindById(db, id)).toBeUndefined();
+      expect(await keyFindByHash(db, k.hash)).toBeUndefined();
+    });
+  });
+
+  describe("keys", () => {
+    it("stores no token in plain text", async () => {
+      const k = keyAt(tenant, "plain-text-check");
+      await keyInsertUnlessExists(db, k, now);
+      const rows = await db.query("SELECT encode(token_hash, 'escape') AS h, encode(token_sealed, 'escape') AS s, k.*::text AS row FROM api_keys k WHERE name = 'plain-text-check'");
+      expect(JSON.stringify(rows)).not.toContain(k.token);
+    });
+
+    it("insert once per live scope and name; the second insert finds the first", async () => {
+      const first = keyAt(domain, "billing");
+      const id = await keyInsertUnlessExists(db, first, now);
+      expect(id).toBeTypeOf("number");
+      expect(await keyInsertUnlessExists(db, keyAt(domain, "billing"), now)).toBeUndefined();
+      const found = await keyFindByIdentity(db, domain, "billing");
+      expect(found?.id).toBe(id);
+      expect(sealer.open(found!.sealed, found!.hash)).toBe(first.token);
+      // The same name at another scope is another key.
+      expect(await keyInsertUnlessExists(db, keyAt(tenant, "billing"), now)).toBeTypeOf("number");
+      expect(await keyInsertUnlessExists(db, keyAt(app, "billing"), now)).toBeTypeOf("number");
+    });
+
+    it("embed the directory objects of their scope", async () => {
+      const k = keyAt(app, "embedded");
+      const id = (await keyInsertUnlessExists(db, k, now))!;
+      const stored = (await keyFindByHash(db, k.hash))!;
+      expect(stored).toMatchObject({
+        id, type: "application", tenant: { name: "acme" }, domain: { domain: "sip.acme.example" }, application: { name: "ivr" },
+        subscriber: null, user: null, activeAt: now, deletedAt: null,
+      });
+      expect(stored.hash.equals(k.hash)).toBe(true);
+    });
+
+    it("refuse a type that does not match the scope", async () => {
+      await expect(keyInsertUnlessExists(db, keyAt(app, "wrong-type", { type: "customer" }), now)).rejects.toThrow();
+    });
+
+    it("update name and active; modifiedAt moves only on a change; activeAt on re-activation", async () => {
+      const k = keyAt(tenant, "to-update");
+      const id = (await keyInsertUnlessExists(db, k, now))!;
+      expect(await keyUpdate(db, id, {}, later)).toBe(true);
+      expect((await keyFindById(db, id))!.modifiedAt).toEqual(now);
+      await keyUpdate(db, id, { active: false }, later);
+      expect(await keyFindById(db, id)).toMatchObject({ active: false, modifiedAt: later, activeAt: now });
+      const again = new Date("2026-11-22T12:00:00.000Z");
+      await keyUpdate(db, id, { active: true, name: "updated" }, again);
+      expect(await keyFindById(db, id)).toMatchObject({ active: true, name: "updated", modifiedAt: again, activeAt: again });
+    });
+
+    it("refuse a rename onto a live key's name in the same scope", async () => {
+      await keyInsertUnlessExists(db, keyAt(tenant, "taken"), now);
+      const id = (await keyInsertUnlessExists(db, keyAt(tenant, "free"), now))!;
+      await expect(keyUpdate(db, id, { name: "taken" }, later)).rejects.toSatisfy((e) => sqlState(e) === UNIQUE_VIOLATION);
+    });
+
+    it("delete softly: gone from look-ups, and the name is free again", async () => {
+      const k = keyAt(tenant, "to-delete");
+      const id = (await keyInsertUnlessExists(db, k, now))!;
+      expect(await keyDelete(db, id, later)).toBe(true);
+      expect(await keyDelete(db, id, later)).toBe(false);
+      expect(await keyFindById(db, id)).toBeUndefined();
+      expect(await keyFindByHash(db, k.hash)).toBeUndefined();
+      expect(await keyUpdate(db, id, { active: false }, later)).toBe(false);
+      const rows = await db.query<{ deleted_at: Date }>("SELECT deleted_at FROM api_keys WHERE id = $1", [id]);
+      expect(rows[0]?.deleted_at).toEqual(later);
+      expect(await keyInsertUnlessExists(db, keyAt(tenant, "to-delete"), now)).toBeTypeOf("number");
+    });
+
+    it("list the keys inside a scope in id order, page by page, with filters", async () => {
+      const s = (await customerInsert(db, "lister", now)).id;
+      const scope = { tenantId: s, domainId: null, applicationId: null, subscriberId: null };
+      const ids: number[] = [];
+      for (let i = 0; i < 7; i++) ids.push((await keyInsertUnlessExists(db, keyAt(scope, `k${i}`, { active: i % 2 === 0 }), now))!);
+      const page1 = await keyListByScope(db, scope, {}, 0, 3);
+      const page2 = await keyListByScope(db, scope, {}, page1[2]!.id, 3);
+      const page3 = await keyListByScope(db, scope, {}, page2[2]!.id, 3);
+      expect([...page1, ...page2, ...page3].map((k) => k.id)).toEqual(ids);
+      expect((await keyListByScope(db, scope, { active: false }, 0, 100)).map((k) => k.name)).toEqual(["k1", "k3", "k5"]);
+      expect((await keyListByScope(db, scope, { name: "k4" }, 0, 100)).map((k) => k.id)).toEqual([ids[4]]);
+      expect(await keyListByScope(db, scope, { type: "application" }, 0, 100)).toEqual([]);
+      // Another customer's list does not show them.
+      expect((await keyListByScope(db, other, {}, 0, 100)).some((k) => ids.includes(k.id))).toBe(false);
+    });
+
+    it("announce a change to a key on the keys channel", async () => {
+      const heard: string[] = [];
+      const stop = await db.listen(KEYS_CHANNEL, (payload) => heard.push(payload));
+      try {
+        const k = keyAt(tenant, "announced");
+        const id = (await keyInsertUnlessExists(db, k, now))!;
+        await keyUpdate(db, id, { active: false }, later);
+        await expect.poll(() => heard.map((p) => JSON.parse(p) as { id: number; hash: string }).find((p) => p.id === id)).toEqual({
+          id, hash: k.hash.toString("hex"), managedBy: null,
+        });
+      } finally {
+        await stop();
+      }
+    });
+  });
+
+  it("runs a transaction on one connection, and rolls it back on error", async () => {
+    await expect(
+      db.transaction(async (tx) => {
+        await customerInsert(tx, "rolled-back", now);
+        expect(await entityFind(tx, TABLES.customers, { kind: "name", name: "rolled-back" }, null)).toBeDefined();
+        throw new Error("abort");
+      }),
+    ).rejects.toThrow("abort");
+    expect(await entityFind(db, TABLES.customers, { kind: "name", name: "rolled-back" }, null)).toBeUndefined();
+  });
+});

@@ -1,0 +1,76 @@
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
+import supertest from "supertest";
+import { createKeyplane, type Keyplane } from "../../src/keyplane.ts";
+import { createLogger } from "../../src/logging.ts";
+import type { VerifierOptions } from "../../src/services/verifier.ts";
+import { openTestDatabase, type Backend, type TestDatabase } from "./databases.ts";
+
+// A keyplane over a new database, in this process, for HTTP tests through supertest. Every log line
+// it writes is kept in `logs`, so suites can assert what was (and was not) logged.
+export interface TestService extends Keyplane {
+  backend: Backend;
+  database: TestDatabase;
+  adminToken: string;
+  masterKey: Buffer;
+  logs: string[];
+  log: Logger;
+  /** A request with `token` as its bearer token. */
+  as(token: string): ReturnType<typeof bearer>;
+  /** A request with the admin token. */
+  admin: ReturnType<typeof bearer>;
+  stop(): Promise<void>;
+}
+
+function bearer(app: Keyplane["app"], token: string) {
+  const agent = supertest(app);
+  return {
+    get: (path: string) => agent.get(path).set("Authorization", `Bearer ${token}`),
+    delete: (path: string) => agent.delete(path).set("Authorization", `Bearer ${token}`),
+    post: (path: string, body?: object) => agent.post(path).set("Authorization", `Bearer ${token}`).send(body),
+    put: (path: string, body?: object) => agent.put(path).set("Authorization", `Bearer ${token}`).send(body),
+  };
+}
+
+export interface TestServiceOptions {
+  clock?: () => Date;
+  verifier?: VerifierOptions;
+  runtimeHeader?: string;
+  database?: TestDatabase;
+  masterKey?: Buffer;
+}
+
+export function captureLogger(logs: string[], secrets: string[] = []): Logger {
+  return createLogger({ level: "debug", secrets, destination: { write: (line: string) => void logs.push(line) } });
+}
+
+export async function startService(backend: Backend, options: TestServiceOptions = {}): Promise<TestService> {
+  const logs: string[] = [];
+  const adminToken = "kpa_test_" + randomBytes(24).toString("hex");
+  const masterKey = options.masterKey ?? randomBytes(32);
+  const log = captureLogger(logs, [adminToken]);
+  const database = options.database ?? (await openTestDatabase(backend, log));
+  const keyplane = await createKeyplane({
+    db: database.db,
+    secrets: { adminToken, masterKey },
+    runtimeHeader: options.runtimeHeader ?? "X-SVC-APIKey",
+    log,
+    clock: options.clock,
+    verifier: options.verifier,
+  });
+  return {
+    ...keyplane,
+    backend,
+    database,
+    adminToken,
+    masterKey,
+    logs,
+    log,
+    as: (token) => bearer(keyplane.app, token),
+    admin: bearer(keyplane.app, adminToken),
+    async stop() {
+      await keyplane.close();
+      await database.drop();
+    },
+  };
+}
