@@ -91,8 +91,12 @@ export async function listen(app: express.Express, port: number, host: string): 
     url: `http://${shown}:${address.port}`,
     close: (graceMs = 10_000) =>
       new Promise<void>((resolve) => {
+        // Keep-alive connections go as soon as they are idle, those in flight once answered; whatever
+        // is still open after the grace period is cut.
+        const reap = setInterval(() => server.closeIdleConnections(), 50);
         const force = setTimeout(() => server.closeAllConnections(), graceMs).unref();
         server.close(() => {
+          clearInterval(reap);
           clearTimeout(force);
           resolve();
         });

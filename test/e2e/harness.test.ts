@@ -114,7 +114,7 @@ function isAlive(pid: number): boolean {
 }
 
 describeKube("envtest harness and fault proxy", () => {
-  const kube = useKube({ withControllerManager: false });
+  const kube = useKube({ withControllerManager: true });
   let proxy: FaultProxy;
   let namespace: string;
   let crdDir: string;
@@ -335,7 +335,13 @@ describeKube("envtest harness and fault proxy", () => {
       });
       expect(pids).toHaveLength(3);
       if (child.exitCode === null) child.kill("SIGKILL");
-      await waitFor(() => pids.every((pid) => !isAlive(pid)) && !existsSync(dir), { timeoutMs: 10_000, what: "cleanup" });
+      try {
+        await waitFor(() => pids.every((pid) => !isAlive(pid)) && !existsSync(dir), { timeoutMs: 10_000, what: "cleanup" });
+      } finally {
+        // When the harness failed, do not leave its processes to the following tests.
+        for (const pid of pids.filter(isAlive)) process.kill(pid, "SIGKILL");
+        await rm(dir, { recursive: true, force: true });
+      }
     }, 60_000);
   });
 });

@@ -204,7 +204,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     await rm(r.dir, { recursive: true, force: true });
   };
   try {
-    void startWatchdog;
+    r.watchdog = startWatchdog(r.dir);
     const { server, token } = await startEtcdAndApiServer(r, assets);
     const kubeconfigPath = join(r.dir, "kubeconfig");
     await writeFile(kubeconfigPath, kubeconfigYaml(server, await readFile(join(r.dir, "ca.crt")), token), { mode: 0o600 });
