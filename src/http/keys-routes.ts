@@ -1,4 +1,4 @@
-import type { Request, Response } from "express";
+import type { Request } from "express";
 import { unauthorized } from "../domain/errors.ts";
 import { mayManage, type Scope } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";

@@ -1,22 +1,17 @@
 import { z } from "zod";
+import { keyNameSchema } from "../domain/key-name.ts";
 import { KEY_TYPES } from "../domain/model.ts";
 
 // Request schemas: they validate requests and, through /openapi.json, describe them.
 // Unknown fields are ignored; wrong types and out-of-range values are 400.
 
-const printable = (what: string, max: number) =>
-  z.string().min(1, `${what} must not be empty`).max(max, `${what} must be at most ${max} characters`)
-    .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), `${what} must not contain control characters`);
-
-export const keyName = printable("name", 128);
-
 export const provisionBody = z.object({
-  name: keyName.describe("Name of the key; unique among the live keys of its scope."),
+  name: keyNameSchema.describe("Name of the key; unique among the live keys of its scope."),
   active: z.boolean().optional().describe("Whether the key may be used; default true."),
 });
 
 export const updateBody = z.object({
-  name: keyName.optional(),
+  name: keyNameSchema.optional(),
   active: z.boolean().optional(),
 });
 
@@ -27,7 +22,7 @@ export const listQuery = z.object({
   after: z.coerce.number().int().min(0).max(2 ** 31 - 1).optional().describe("Only keys with an id above this one."),
   active: flag.optional(),
   type: z.enum(KEY_TYPES).optional(),
-  name: keyName.optional(),
+  name: keyNameSchema.optional(),
 });
 
 // A name of a customer or application: 1-64 of A-Za-z0-9._-, not digits only (an id), not `self`.

@@ -1,6 +1,7 @@
 // The ApiKey custom resource (CONTRACT 5): its names, the zod schemas of spec and status, the types of
 // the whole object, and the effective values of a spec. crd.ts turns these schemas into the CRD.
 import { z } from "zod";
+import { keyNameSchema } from "../domain/key-name.ts";
 import type { V1ObjectMeta } from "@kubernetes/client-node";
 import type { KeyType } from "../domain/model.ts";
 
@@ -24,13 +25,6 @@ const subscriberRef = z.string().min(1).max(64).regex(/^\+?[A-Za-z0-9._-]+$/, "m
 const hostLabel = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
 const dnsLabel = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 
-/** Key names as the service takes them: 1-128 characters, no control characters (CONTRACT 3). */
-export const keyNameSchema = z
-  .string()
-  .min(1)
-  .max(128)
-  // eslint-disable-next-line no-control-regex -- refusing control characters is the point
-  .regex(/^[^\x00-\x1f\x7f]*$/, "must not contain control characters");
 /** A Secret's name: a DNS subdomain. */
 export const secretNameSchema = z
   .string()

@@ -121,3 +121,31 @@ export async function keyDelete(q: Queryable, id: number, now: Date): Promise<bo
 export async function keySetManagedBy(q: Queryable, id: number, managedBy: string | null): Promise<void> {
   await q.query("UPDATE api_keys SET managed_by = $2 WHERE id = $1", [id, managedBy]);
 }
+
+// The operator's claims. managed_by names the ApiKey resource ("namespace/name") that manages a key.
+
+/** The live keys an ApiKey resource manages. */
+export async function keyListByManagedBy(q: Queryable, managedBy: string): Promise<StoredKey[]> {
+  const rows = await q.query(`${KEY_SELECT} WHERE k.managed_by = $1 AND k.deleted_at IS NULL ORDER BY k.id`, [managedBy]);
+  return rows.map(storedKeyFrom);
+}
+
+/**
+ * Claims a live key for `managedBy` unless another already manages it: true when the key is now
+ * managed by `managedBy`. The condition is in the UPDATE, so two claimants racing cannot both win.
+ */
+export async function keyClaimManagedBy(q: Queryable, id: number, managedBy: string): Promise<boolean> {
+  const rows = await q.query(
+    `UPDATE api_keys SET managed_by = $2
+      WHERE id = $1 AND deleted_at IS NULL AND (managed_by IS NULL OR managed_by = $2)
+      RETURNING id`,
+    [id, managedBy],
+  );
+  return rows.length > 0;
+}
+
+/** Gives up `managedBy`'s claim on a key (it becomes a key like one made through REST); false if it held none. */
+export async function keyReleaseManagedBy(q: Queryable, id: number, managedBy: string): Promise<boolean> {
+  const rows = await q.query("UPDATE api_keys SET managed_by = NULL WHERE id = $1 AND managed_by = $2 RETURNING id", [id, managedBy]);
+  return rows.length > 0;
+}

@@ -11,7 +11,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { describeKube, kubeTarget, startControlPlane, useKube } from "../support/envtest.ts";
 import { describeRequest, FaultProxy } from "../support/fault-proxy.ts";
-import { apiStatus, apiStatusCode, createTestNamespace, installCrds, readCrds, uniqueName, waitFor } from "../support/kube.ts";
+import { apiStatus, apiStatusCode, createTestNamespace, deleteTestNamespace, installCrds, readCrds, uniqueName, waitFor } from "../support/kube.ts";
 
 const repoCrds = fileURLToPath(new URL("../../crds/", import.meta.url));
 const envtestModule = new URL("../support/envtest.ts", import.meta.url);
@@ -128,6 +128,7 @@ describeKube("envtest harness and fault proxy", () => {
 
   afterAll(async () => {
     await proxy?.close();
+    if (namespace) await deleteTestNamespace(kube().kubeConfig, namespace);
     if (crdDir) await rm(crdDir, { recursive: true, force: true });
     await kube().kubeConfig.makeApiClient(ApiextensionsV1Api)
       .deleteCustomResourceDefinition({ name: "widgets.harness.keyplane.dev" }).catch(() => {});

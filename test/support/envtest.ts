@@ -200,7 +200,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const stop = async () => {
     running.delete(r);
     r.watchdog?.kill("SIGKILL");
-    await Promise.all(r.children.reverse().map(({ child }) => terminate(child)));
+    await Promise.all(r.children.map(({ child }) => terminate(child)));
     await rm(r.dir, { recursive: true, force: true });
   };
   try {

@@ -104,7 +104,7 @@ function matches(filter: FaultFilter, info: RequestInfo): boolean {
 }
 
 /** A metav1.Status failure, as the API server writes it. */
-export function statusBody(code: number, reason: string, message: string, details?: object): string {
+function statusBody(code: number, reason: string, message: string, details?: object): string {
   return JSON.stringify({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, details, code });
 }
 
@@ -309,6 +309,7 @@ export class FaultProxy {
       if (fault.remaining <= 0) this.#faults = this.#faults.filter((f) => f !== fault);
       if (await fault.act(info, url, req, res)) return;
     }
+    if (req.socket.destroyed) return; // the client gave up while the request was delayed
     await this.#forward(info, path, req, res);
   }
 

@@ -1,0 +1,490 @@
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { get } from "node:http";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import type autocannon from "autocannon";
+import { createBenchDatabase, DEFAULT_DATABASE_URL, type BenchDatabase } from "./database.ts";
+import { client, expectStatus, type Client } from "./http.ts";
+import { load, percentile, summarize, type LoadResult } from "./load.ts";
+import { memoryOf, REPO, resetPeak, sleep, startBare, startKeyplane, type KeyplaneEnv, type Server } from "./processes.ts";
+import { profileText, summarizeProfile, type ProfileSummary } from "./profile.ts";
+import { FIGURES, figures, machine, markdownTable, versions, type FigureKey } from "./report.ts";
+
+// `npm run bench`: keyplane on PostgreSQL, measured in one run against a bare node:http baseline.
+// See bench/README.md for what each figure means and how it is measured.
+
+const PHASES = ["self", "mixed", "provisioning", "revocation"] as const;
+type Phase = (typeof PHASES)[number];
+
+interface Settings {
+  mode: "full" | "short";
+  databaseUrl: string;
+  out: string;
+  connections: number;
+  /** Seconds per load figure, and of each warm-up before one. */
+  seconds: number;
+  warmupSeconds: number;
+  listKeys: number;
+  revocationTrials: number;
+  unknownPool: number;
+  phases: Set<Phase>;
+  cpuProf: boolean;
+}
+
+function settings(argv: string[]): Settings {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      short: { type: "boolean", default: false },
+      out: { type: "string" },
+      only: { type: "string" },
+      "cpu-prof": { type: "boolean", default: false },
+      seconds: { type: "string" },
+      "list-keys": { type: "string" },
+      trials: { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`usage: node bench/run.ts [--short] [--out FILE] [--only ${PHASES.join(",")}] [--cpu-prof]
+                         [--seconds N] [--list-keys N] [--trials N]
+env: DATABASE_URL (a PostgreSQL server; default ${DEFAULT_DATABASE_URL}), BENCH_SHORT=1 (as --short)\n`);
+    process.exit(0);
+  }
+  const short = values.short || ["1", "true"].includes(process.env.BENCH_SHORT ?? "");
+  const number = (value: string | undefined, fallback: number, name: string) => {
+    if (value === undefined) return fallback;
+    const n = Number(value);
+    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number`);
+    return n;
+  };
+  const only = values.only?.split(",").map((p) => p.trim());
+  for (const p of only ?? []) if (!PHASES.includes(p as Phase)) throw new Error(`--only: unknown phase "${p}" (${PHASES.join(", ")})`);
+  return {
+    mode: short ? "short" : "full",
+    databaseUrl: process.env.DATABASE_URL || DEFAULT_DATABASE_URL,
+    out: resolve(values.out ?? join(REPO, "bench/results", short ? "short.json" : "latest.json")),
+    connections: 64,
+    seconds: number(values.seconds, short ? 2 : 10, "seconds"),
+    warmupSeconds: short ? 0.5 : 3,
+    listKeys: Math.round(number(values["list-keys"], short ? 5_000 : 100_000, "list-keys")),
+    revocationTrials: Math.round(number(values.trials, short ? 20 : 100, "trials")),
+    unknownPool: 1_000,
+    phases: new Set((only ?? PHASES) as Phase[]),
+    cpuProf: values["cpu-prof"],
+  };
+}
+
+const say = (text: string) => process.stderr.write(`[bench] ${text}\n`);
+const round = (n: number, digits = 2) => Number(n.toFixed(digits));
+
+/** Things that make a figure meaningless (wrong answers, errors): the run fails on them, unlike on a missed target. */
+const problems: string[] = [];
+function expectAnswers(what: string, result: LoadResult, allowed: string[]): void {
+  const odd = Object.entries(result.statuses).filter(([status]) => !allowed.includes(status));
+  if (odd.length || result.errors) {
+    problems.push(`${what}: unexpected answers ${JSON.stringify(Object.fromEntries(odd))}, ${result.errors} errors (${result.timeouts} timeouts)`);
+  }
+}
+
+function brief(result: LoadResult) {
+  return {
+    seconds: round(result.seconds),
+    requests: result.requests,
+    requestsPerSecond: round(result.requestsPerSecond, 0),
+    statuses: result.statuses,
+    errors: result.errors,
+    latencyMs: { p50: round(result.latency.p50, 3), p90: round(result.latency.p90, 3), p99: round(result.latency.p99, 3), max: round(result.latency.max, 3) },
+    latencyByStatusMs: Object.fromEntries(
+      Object.entries(result.latencyByStatus).map(([s, l]) => [s, { count: l.count, p50: round(l.p50, 3), p99: round(l.p99, 3) }]),
+    ),
+    autocannon: result.autocannon,
+  };
+}
+
+interface Fixture {
+  customer: string;
+  token: string;
+  id: number;
+}
+
+/** A customer and one customer key, through the admin API. */
+async function customerWithKey(admin: Client, adminToken: string, customer: string): Promise<Fixture> {
+  await expectStatus(admin.request("POST", "/admin/customers", { token: adminToken, body: { name: customer } }), 201, "create customer");
+  const key = await expectStatus(
+    admin.request("POST", `/admin/customers/${customer}/keys`, { token: adminToken, body: { name: `${customer}-owner` } }),
+    200,
+    "provision customer key",
+  );
+  const { keyId, id } = key.json<{ keyId: string; id: number }>();
+  return { customer, token: keyId, id };
+}
+
+const unknownToken = () => "XI" + randomBytes(16).toString("hex").toUpperCase();
+
+type Values = Partial<Record<FigureKey, number>>;
+type Details = Partial<Record<FigureKey, string>>;
+const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
+
+// ---------------------------------------------------------------------------------------------
+// GET /keys/self against the bare baseline: bare, keyplane, bare again, same settings.
+
+async function selfPhase(s: Settings, a: Server, fixture: Fixture, body: string, values: Values, details: Details) {
+  const requests: autocannon.Request[] = [{ method: "GET", path: "/keys/self", headers: { authorization: `Bearer ${fixture.token}` } }];
+  const bare = await startBare(body);
+  try {
+    say(`warm-up: ${s.warmupSeconds} s each on bare node:http and keyplane`);
+    await load({ url: bare.url, connections: s.connections, duration: s.warmupSeconds, requests });
+    await load({ url: a.url, connections: s.connections, duration: s.warmupSeconds, requests });
+    say(`bare node:http, ${s.connections} connections, ${s.seconds} s`);
+    const bareBefore = await load({ url: bare.url, connections: s.connections, duration: s.seconds, requests });
+    say(`keyplane GET /keys/self, ${s.connections} connections, ${s.seconds} s`);
+    const self = await load({ url: a.url, connections: s.connections, duration: s.seconds, requests });
+    say(`bare node:http again, ${s.seconds} s`);
+    const bareAfter = await load({ url: bare.url, connections: s.connections, duration: s.seconds, requests });
+    expectAnswers("bare", bareBefore, ["200"]);
+    expectAnswers("bare", bareAfter, ["200"]);
+    expectAnswers("GET /keys/self", self, ["200"]);
+    const bareRps = (bareBefore.requestsPerSecond + bareAfter.requestsPerSecond) / 2;
+    values.selfRequestsPerSecond = round(self.requestsPerSecond, 0);
+    values.bareRequestsPerSecond = round(bareRps, 0);
+    values.selfVsBare = round(self.requestsPerSecond / bareRps, 3);
+    values.selfP50Ms = round(self.latency.p50, 3);
+    values.selfP99Ms = round(self.latency.p99, 3);
+    details.selfVsBare = `${fmt(self.requestsPerSecond)} vs ${fmt(bareRps)} req/s`;
+    details.bareRequestsPerSecond = `mean of ${fmt(bareBefore.requestsPerSecond)} before and ${fmt(bareAfter.requestsPerSecond)} after; p50 ${round((bareBefore.latency.p50 + bareAfter.latency.p50) / 2)} ms, p99 ${round((bareBefore.latency.p99 + bareAfter.latency.p99) / 2)} ms`;
+    return { bodyBytes: Buffer.byteLength(body), bareBefore: brief(bareBefore), self: brief(self), bareAfter: brief(bareAfter), selfRequestsPerSecond: self.requestsPerSecond };
+  } finally {
+    await bare.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Half valid, half unknown tokens from a fixed pool; database queries counted by PostgreSQL.
+
+async function mixedPhase(s: Settings, a: Server, db: BenchDatabase, fixture: Fixture, allValidRps: number | undefined, values: Values, details: Details) {
+  const pool = Array.from({ length: s.unknownPool }, unknownToken);
+  let next = 0;
+  const requests: autocannon.Request[] = [
+    { method: "GET", path: "/keys/self", headers: { authorization: `Bearer ${fixture.token}` } },
+    {
+      method: "GET",
+      path: "/keys/self",
+      setupRequest: (request) => ({ ...request, headers: { ...request.headers, authorization: `Bearer ${pool[next++ % pool.length]}` } }),
+    },
+  ];
+  say(`unknown tokens: warm-up pass over the pool of ${s.unknownPool} (each token at least twice)`);
+  const before = await db.transactions();
+  const warm = await load({ url: a.url, connections: s.connections, amount: 4 * s.unknownPool, requests });
+  expectAnswers("unknown tokens, warm-up", warm, ["200", "401"]);
+  say("waiting for PostgreSQL's statistics to settle (an idle backend flushes its counts within 10 s)");
+  const start = await db.settledTransactions();
+  const startedAt = performance.now();
+  say(`unknown tokens: 50% of requests, ${s.connections} connections, ${s.seconds} s`);
+  const mixed = await load({ url: a.url, connections: s.connections, duration: s.seconds, requests });
+  expectAnswers("unknown tokens", mixed, ["200", "401"]);
+  const end = await db.settledTransactions();
+  const window = (performance.now() - startedAt) / 1000;
+  say("measuring idle noise (transactions counted while nothing runs)");
+  const idleFrom = performance.now();
+  const idleEnd = await db.settledTransactions();
+  const idleWindow = (performance.now() - idleFrom) / 1000;
+  const noise = ((idleEnd - end) / idleWindow) * window;
+  const queries = Math.max(0, end - start - noise);
+  const unknown = mixed.statuses["401"] ?? 0;
+  const valid = mixed.statuses["200"] ?? 0;
+  const perUnknown = unknown > 0 ? queries / unknown : NaN;
+  values.mixedRequestsPerSecond = round(mixed.requestsPerSecond, 0);
+  values.mixedVsValid = allValidRps ? round(mixed.requestsPerSecond / allValidRps, 3) : NaN;
+  values.mixedValidP99Ms = round(mixed.latencyByStatus["200"]?.p99 ?? NaN, 3);
+  values.queriesPerUnknownToken = round(perUnknown, 6);
+  details.mixedVsValid = `${fmt(mixed.requestsPerSecond)} vs ${fmt(allValidRps ?? NaN)} req/s all-valid`;
+  details.queriesPerUnknownToken = `${round(queries, 1)} queries for ${fmt(unknown)} unknown-token requests; warm-up: ${start - before} for ${s.unknownPool} new tokens`;
+  return {
+    poolSize: s.unknownPool,
+    warmup: { ...brief(warm), transactions: start - before },
+    measured: brief(mixed),
+    validRequestsPerSecond: round(valid / mixed.seconds, 0),
+    unknownRequestsPerSecond: round(unknown / mixed.seconds, 0),
+    transactions: { measured: end - start, windowSeconds: round(window, 1), idle: idleEnd - end, idleWindowSeconds: round(idleWindow, 1), noiseSubtracted: round(noise, 2) },
+    queries: round(queries, 2),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Provisioning N keys into one customer, then GET of that whole list.
+
+async function provisioningPhase(s: Settings, a: Server, admin: Client, adminToken: string, values: Values, details: Details) {
+  const owner = await customerWithKey(admin, adminToken, "bench-list");
+  const wanted = s.listKeys - 1; // the owner's key is in the list too
+  let next = 0;
+  const requests: autocannon.Request[] = [
+    {
+      method: "POST",
+      path: "/keys",
+      headers: { authorization: `Bearer ${owner.token}`, "content-type": "application/json" },
+      setupRequest: (request) => ({ ...request, body: JSON.stringify({ name: `bench-key-${next++}` }) }),
+    },
+  ];
+  say(`provisioning: ${fmt(wanted)} POST /keys of new keys, ${s.connections} connections`);
+  const provisioned = await load({ url: a.url, connections: s.connections, amount: wanted, requests });
+  expectAnswers("provisioning", provisioned, ["200"]);
+  const created = provisioned.statuses["200"] ?? 0;
+  for (let i = created; i < wanted; i++) {
+    // only after failures, which expectAnswers has recorded: the list must still hold N keys
+    await expectStatus(admin.request("POST", "/keys", { token: owner.token, body: { name: `bench-key-more-${i}` } }), 200, "provision");
+  }
+  values.provisioningKeysPerSecond = round(created / provisioned.seconds, 0);
+  details.provisioningKeysPerSecond = `${fmt(created)} keys in ${round(provisioned.seconds, 1)} s, p50 ${round(provisioned.latency.p50)} ms, p99 ${round(provisioned.latency.p99)} ms`;
+
+  await sleep(1_000);
+  say(`GET /keys: the whole list of ${fmt(s.listKeys)} keys, streamed`);
+  const list = await measureList(a, owner.token);
+  if (list.keys !== s.listKeys) problems.push(`list: expected ${s.listKeys} keys, got ${list.keys}`);
+  if (!list.ordered) problems.push("list: ids are not strictly increasing");
+  values.listSeconds = round(list.seconds, 3);
+  values.listRssGrowthMiB = round(list.rssGrowthMiB, 1);
+  details.listSeconds = `${fmt(list.keys)} keys, ${round(list.bytes / 2 ** 20, 1)} MiB, first byte at ${round(list.firstByteSeconds * 1000, 0)} ms`;
+  details.listRssGrowthMiB = `${round(list.rssBeforeMiB, 0)} → ${round(list.rssPeakMiB, 0)} MiB, peak from ${list.peakFrom}`;
+  return { provisioning: brief(provisioned), list };
+}
+
+/** One GET of the whole list: time to last byte, and the server's RSS sampled every 20 ms meanwhile. */
+async function measureList(a: Server, token: string) {
+  const hwmReset = resetPeak(a.pid);
+  const before = memoryOf(a.pid)?.rss ?? NaN;
+  let sampled = before;
+  const sampler = setInterval(() => {
+    const now = memoryOf(a.pid);
+    if (now && now.rss > sampled) sampled = now.rss;
+  }, 20);
+  const startedAt = performance.now();
+  let firstByteAt = NaN;
+  const chunks: Buffer[] = [];
+  const status = await new Promise<number>((resolve, reject) => {
+    get(`${a.url}/keys`, { agent: false, headers: { authorization: `Bearer ${token}` } }, (res) => {
+      firstByteAt = performance.now();
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve(res.statusCode ?? 0));
+      res.on("error", reject);
+    }).on("error", reject);
+  });
+  const seconds = (performance.now() - startedAt) / 1000;
+  clearInterval(sampler);
+  const after = memoryOf(a.pid);
+  const peak = Math.max(sampled, hwmReset && after ? after.hwm : 0);
+  const body = Buffer.concat(chunks);
+  let keys = 0;
+  let ordered = true;
+  if (status !== 200) problems.push(`list: status ${status}: ${body.subarray(0, 300).toString()}`);
+  else {
+    const list = JSON.parse(body.toString("utf8")) as { id: number }[];
+    keys = list.length;
+    for (let i = 1; i < list.length; i++) if (!(list[i]!.id > list[i - 1]!.id)) ordered = false;
+  }
+  const mib = (bytes: number) => bytes / 2 ** 20;
+  return {
+    keys,
+    ordered,
+    bytes: body.length,
+    seconds,
+    firstByteSeconds: (firstByteAt - startedAt) / 1000,
+    rssBeforeMiB: round(mib(before), 1),
+    rssPeakMiB: round(mib(peak), 1),
+    rssGrowthMiB: mib(peak - before),
+    peakFrom: hwmReset ? "VmHWM (reset before the request) and 20 ms samples" : "20 ms samples of VmRSS",
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Revocation: disable a key on A; A must refuse it at once, B as soon as it hears of it.
+
+async function revocationPhase(s: Settings, a: Server, b: Server, adminToken: string, values: Values, details: Details) {
+  const onA = client(a.url, 2);
+  const onB = client(b.url, 1);
+  try {
+    const owner = await customerWithKey(onA, adminToken, "bench-revocation");
+    const delays: number[] = [];
+    let stale = 0;
+    let timedOut = 0;
+    let polls = 0;
+    const limitMs = 10_000;
+    say(`revocation: ${s.revocationTrials} trials (provision on A, warm A and B, disable on A, check A, poll B)`);
+    for (let trial = 0; trial < s.revocationTrials; trial++) {
+      const key = (await expectStatus(onA.request("POST", "/keys", { token: owner.token, body: { name: `revoke-${trial}` } }), 200, "provision")).json<{ id: number; keyId: string }>();
+      await expectStatus(onA.request("GET", "/keys/self", { token: key.keyId }), 200, "warm A");
+      await expectStatus(onB.request("GET", "/keys/self", { token: key.keyId }), 200, "warm B");
+      await expectStatus(onA.request("PUT", `/keys/${key.id}`, { token: owner.token, body: { active: false } }), 200, "disable");
+      const disabledAt = performance.now();
+      const sameProcess = onA.request("GET", "/keys/self", { token: key.keyId });
+      const otherProcess = (async () => {
+        for (;;) {
+          polls++;
+          const answer = await onB.request("GET", "/keys/self", { token: key.keyId });
+          const elapsed = performance.now() - disabledAt;
+          if (answer.status === 401) return elapsed;
+          if (answer.status !== 200) throw new Error(`poll B: status ${answer.status}`);
+          if (elapsed > limitMs) {
+            timedOut++;
+            return limitMs;
+          }
+        }
+      })();
+      if ((await sameProcess).status !== 401) stale++;
+      delays.push(await otherProcess);
+    }
+    const sorted = Float64Array.from(delays).sort();
+    values.revocationStaleSameProcess = stale;
+    values.revocationP50Ms = round(percentile(sorted, 50), 3);
+    values.revocationP99Ms = round(percentile(sorted, 99), 3);
+    values.revocationMaxMs = round(sorted[sorted.length - 1] ?? NaN, 3);
+    details.revocationStaleSameProcess = `${stale} of ${s.revocationTrials} trials`;
+    details.revocationP99Ms = `${s.revocationTrials} trials${timedOut ? `, ${timedOut} not revoked within ${limitMs / 1000} s` : ""}`;
+    if (timedOut) problems.push(`revocation: ${timedOut} trials still answered 200 on B after ${limitMs} ms`);
+    return { trials: s.revocationTrials, stale, timedOut, pollsPerTrial: round(polls / s.revocationTrials, 1), delayMs: { ...summarize(delays), all: delays.map((d) => round(d, 3)) } };
+  } finally {
+    onA.close();
+    onB.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  const s = settings(process.argv.slice(2));
+  const startedAt = new Date();
+  const clock = performance.now();
+  const machineAtStart = machine();
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const children: Server[] = [];
+  const killAll = () => children.forEach((c) => c.child.kill("SIGKILL"));
+  process.once("exit", killAll);
+  let interrupted = false;
+  const interrupt = (signal: NodeJS.Signals) => {
+    if (interrupted) return;
+    interrupted = true;
+    say(`${signal}: stopping`);
+    void cleanUp().finally(() => process.exit(130));
+  };
+  const cleanUp = async () => {
+    while (cleanups.length) await cleanups.pop()!().catch((error: unknown) => say(`clean-up: ${String(error)}`));
+  };
+  process.once("SIGINT", interrupt);
+  process.once("SIGTERM", interrupt);
+
+  say(`mode ${s.mode}; keyplane runs with LOG_LEVEL=warn (per-request info logging off); load by autocannon in this process`);
+  const values: Values = {};
+  const details: Details = {};
+  const runs: Record<string, unknown> = {};
+  let profile: { file: string; summary: ProfileSummary } | undefined;
+  let db: BenchDatabase | undefined;
+  try {
+    db = await createBenchDatabase(s.databaseUrl);
+    const database = db;
+    cleanups.push(() => database.drop());
+    say(`PostgreSQL ${db.serverVersion}, database ${db.name}`);
+    const dataDir = await mkdtemp(join(tmpdir(), "keyplane-bench-"));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const env: KeyplaneEnv = {
+      databaseUrl: db.url,
+      masterKey: randomBytes(32).toString("hex"),
+      adminToken: "kpa_bench_" + randomBytes(24).toString("hex"),
+      dataDir,
+    };
+    const profileDir = s.cpuProf ? await mkdtemp(join(tmpdir(), "keyplane-bench-profile-")) : undefined;
+    const a = await startKeyplane("A", env, profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []);
+    children.push(a);
+    cleanups.push(() => a.stop());
+    const admin = client(a.url);
+    cleanups.push(async () => admin.close());
+
+    const fixture = await customerWithKey(admin, env.adminToken, "bench");
+    const selfBody = (await expectStatus(admin.request("GET", "/keys/self", { token: fixture.token }), 200, "GET /keys/self")).body;
+
+    let allValidRps: number | undefined;
+    if (s.phases.has("self")) {
+      const self = await selfPhase(s, a, fixture, selfBody, values, details);
+      allValidRps = self.selfRequestsPerSecond;
+      runs.self = self;
+    }
+    if (s.phases.has("mixed")) runs.unknownTokens = await mixedPhase(s, a, db, fixture, allValidRps, values, details);
+    if (s.phases.has("provisioning")) runs.provisioningAndList = await provisioningPhase(s, a, admin, env.adminToken, values, details);
+    if (s.phases.has("revocation")) {
+      const b = await startKeyplane("B", env);
+      children.push(b);
+      cleanups.push(() => b.stop());
+      runs.revocation = await revocationPhase(s, a, b, env.adminToken, values, details);
+    }
+    if (profileDir) {
+      await a.stop();
+      const file = readdirSync(profileDir).find((f) => f.endsWith(".cpuprofile"));
+      if (file) {
+        profile = { file: join(profileDir, file), summary: summarizeProfile(join(profileDir, file)) };
+        process.stderr.write(profileText(profile.summary) + `\n(profile of keyplane A: ${profile.file})\n`);
+      } else problems.push("--cpu-prof: keyplane A wrote no profile");
+    }
+  } catch (error) {
+    problems.push(`run failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+    for (const child of children) process.stderr.write(child.output().slice(-4_000) + "\n");
+  } finally {
+    await cleanUp();
+  }
+
+  const all = figures(Object.fromEntries(FIGURES.map(({ key }) => [key, values[key] ?? NaN])) as Record<FigureKey, number>, details);
+  const result = {
+    schema: 1,
+    mode: s.mode,
+    timestamp: startedAt.toISOString(),
+    durationSeconds: round((performance.now() - clock) / 1000, 1),
+    settings: {
+      connections: s.connections,
+      secondsPerLoadFigure: s.seconds,
+      warmupSeconds: s.warmupSeconds,
+      listKeys: s.listKeys,
+      revocationTrials: s.revocationTrials,
+      unknownTokenPool: s.unknownPool,
+      phases: [...s.phases],
+      keyplaneLogLevel: "warn",
+      loadGenerator: "autocannon, in the benchmark's process (one thread), on the same machine",
+    },
+    targetsApply: s.mode === "full" && s.phases.size === PHASES.length,
+    machine: { ...machineAtStart, loadAverageAtEnd: machine().loadAverage },
+    versions: versions(db?.serverVersion ?? "unknown"),
+    figures: all,
+    runs,
+    ...(profile ? { profile } : {}),
+    problems,
+  };
+  mkdirSync(dirname(s.out), { recursive: true });
+  writeFileSync(s.out, JSON.stringify(result, (_k, v: unknown) => (typeof v === "number" && !Number.isFinite(v) ? null : v), 2) + "\n");
+
+  const v = result.versions;
+  process.stdout.write(
+    [
+      `## keyplane benchmark (${s.mode}${s.mode === "short" ? ": figures not comparable with the targets" : ""})`,
+      "",
+      `${result.machine.cpuCount} × ${result.machine.cpuModel}, ${result.machine.totalMemoryGiB} GiB; Node ${v.node}, PostgreSQL ${v.postgres}, keyplane ${v.keyplane}${v.commit ? ` (${v.commit}${v.uncommittedChanges ? ", with uncommitted changes" : ""})` : ""}; ${result.timestamp}.`,
+      `keyplane ran with LOG_LEVEL=warn (per-request info logging off); ${s.connections} connections; ${s.seconds} s per load figure; ${fmt(s.listKeys)}-key list; ${s.revocationTrials} revocation trials.`,
+      "",
+      markdownTable(all),
+      "",
+      problems.length ? `**problems:**\n${problems.map((p) => `- ${p}`).join("\n")}\n` : "",
+      `written to ${s.out} in ${result.durationSeconds} s`,
+      "",
+    ].join("\n"),
+  );
+  return problems.length ? 1 : 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`bench: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

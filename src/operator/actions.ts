@@ -1,0 +1,52 @@
+// What a plan asks apply to do, in order. Plain data: plan makes them, apply carries them out.
+import type { V1Secret } from "@kubernetes/client-node";
+import type { Scope } from "../domain/scope.ts";
+import type { ApiKeyStatus } from "./apikey.ts";
+
+/** A Kubernetes Event to record on the ApiKey once its action has succeeded. */
+export interface EventSpec {
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
+}
+
+export type Action = (
+  | { type: "addFinalizer" }
+  | { type: "removeFinalizer" }
+  | { type: "provisionKey"; scope: Scope; name: string; active: boolean }
+  | { type: "claimKey"; id: number }
+  | { type: "renameKey"; id: number; scope: Scope; name: string }
+  | { type: "setKeyActive"; id: number; scope: Scope; active: boolean }
+  | { type: "deleteKey"; id: number; scope: Scope }
+  | { type: "releaseKey"; id: number }
+  | { type: "createSecret"; secret: V1Secret }
+  | { type: "replaceSecret"; secret: V1Secret }
+  | { type: "deleteSecret"; name: string; uid: string }
+  | { type: "patchStatus"; status: ApiKeyStatus }
+  | { type: "recordEvent" }
+) & { event?: EventSpec };
+
+export type ActionType = Action["type"];
+
+/** Actions after which the stored key is no longer what was gathered: the reconciler gathers again. */
+export const CHANGES_KEY: ReadonlySet<ActionType> = new Set(["provisionKey", "claimKey", "renameKey"]);
+
+/** An action as a log may show it: its type and names, never a token. */
+export function describeAction(action: Action): Record<string, unknown> {
+  switch (action.type) {
+    case "createSecret":
+    case "replaceSecret":
+      return { action: action.type, secret: action.secret.metadata?.name };
+    case "patchStatus":
+      return { action: action.type, ready: action.status.conditions?.[0]?.status, reason: action.status.conditions?.[0]?.reason };
+    case "provisionKey":
+    case "renameKey":
+      return { action: action.type, key: action.name };
+    case "recordEvent":
+      return { action: action.type, reason: action.event?.reason };
+    default: {
+      const { event: _event, ...rest } = action;
+      return { action: action.type, ...("id" in rest ? { keyDbId: rest.id } : {}), ...("name" in rest ? { name: rest.name } : {}) };
+    }
+  }
+}

@@ -1,0 +1,68 @@
+// The operator's port onto the key service: what gather reads and apply changes in the key store,
+// through the same use cases as the REST API (idempotent provisioning, cache invalidation).
+import { scopeOf, type KeyType } from "../domain/model.ts";
+import type { Scope } from "../domain/scope.ts";
+import type { Context } from "../services/context.ts";
+import { deleteKey, provisionKey, unseal, updateKey } from "../services/keys.ts";
+import { resolveNamedScope, type NamedScope, type ScopeRefs } from "../services/named-scope.ts";
+import { keyClaimManagedBy, keyFindByIdentity, keyListByManagedBy, keyReleaseManagedBy } from "../store/keys.ts";
+
+/** A key as the operator sees it: no token. */
+export interface KeyView {
+  id: number;
+  name: string;
+  active: boolean;
+  type: KeyType;
+  /** "namespace/name" of the ApiKey that manages it; null for a key made through REST. */
+  managedBy: string | null;
+  scope: Scope;
+}
+
+/** The key an ApiKey asks for, with its token, which goes into the Secret and nowhere else. */
+export interface KeyWithToken extends KeyView {
+  token: string;
+}
+
+export interface KeyStore {
+  resolveScope(refs: ScopeRefs): Promise<NamedScope>;
+  /** The live key of this scope and name. */
+  findKey(scope: Scope, name: string): Promise<KeyWithToken | undefined>;
+  /** The live keys that `owner` manages. */
+  listManaged(owner: string): Promise<KeyView[]>;
+  /** Provisions the key unless a live one of this scope and name exists (then it is left as it is). */
+  provision(scope: Scope, name: string, active: boolean, owner: string): Promise<void>;
+  /** Claims a key that nobody manages; false when another ApiKey got there first. */
+  claim(id: number, owner: string): Promise<boolean>;
+  update(key: Pick<KeyView, "id" | "scope">, change: { name?: string; active?: boolean }): Promise<void>;
+  delete(key: Pick<KeyView, "id" | "scope">): Promise<void>;
+  /** Gives up `owner`'s claim on a key, which then stays in keyplane like one made through REST. */
+  release(id: number, owner: string): Promise<void>;
+}
+
+function view(k: { id: number; name: string; active: boolean; type: KeyType; managedBy: string | null } & Scope): KeyView {
+  return { id: k.id, name: k.name, active: k.active, type: k.type, managedBy: k.managedBy, scope: scopeOf(k) };
+}
+
+export function keyStoreFor(ctx: Context): KeyStore {
+  return {
+    resolveScope: (refs) => resolveNamedScope(ctx, refs),
+    async findKey(scope, name) {
+      const stored = await keyFindByIdentity(ctx.db, scope, name);
+      return stored && { ...view(stored), token: unseal(ctx, stored).keyId };
+    },
+    async listManaged(owner) {
+      return (await keyListByManagedBy(ctx.db, owner)).map(view);
+    },
+    async provision(scope, name, active, owner) {
+      await provisionKey(ctx, scope, { name, active, managedBy: owner });
+    },
+    claim: (id, owner) => keyClaimManagedBy(ctx.db, id, owner),
+    async update(key, change) {
+      await updateKey(ctx, key.scope, String(key.id), change);
+    },
+    delete: (key) => deleteKey(ctx, key.scope, String(key.id)),
+    async release(id, owner) {
+      await keyReleaseManagedBy(ctx.db, id, owner);
+    },
+  };
+}

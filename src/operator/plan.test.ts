@@ -1,0 +1,405 @@
+import type { V1Secret } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import type { Scope } from "../domain/scope.ts";
+import type { Action, ActionType } from "./actions.ts";
+import { API_VERSION, FINALIZER, KIND, MANAGED_BY_LABEL, resolveSpec, type ApiKey, type ApiKeySpecInput, type ApiKeyStatus } from "./apikey.ts";
+import type { KeyView, KeyWithToken } from "./keystore.ts";
+import { plan, type Next, type Plan, type PlanInput } from "./plan.ts";
+import { desiredSecret } from "./secret.ts";
+import type { ReadyReason } from "./status.ts";
+
+const NOW = new Date("2025-05-01T12:00:00.250Z");
+const EARLIER = "2025-04-30T08:00:00Z";
+const UID = "5b0c7a4e-uid-of-billing";
+const TOKEN = "XI0123456789ABCDEF0123456789AB7798";
+const OTHER_TOKEN = "XIFFFFFFFFFFFFFFFFFFFFFFFFFFFF1111";
+const SCOPE: Scope = { tenantId: 1, domainId: 10, applicationId: null, subscriberId: null };
+const OTHER_SCOPE: Scope = { tenantId: 1, domainId: 11, applicationId: null, subscriberId: null };
+const OWNER = "team-a/billing";
+
+function apiKey(spec: Partial<ApiKeySpecInput> = {}, meta: Partial<ApiKey["metadata"]> = {}, status?: ApiKeyStatus): ApiKey {
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: { name: "billing", namespace: "team-a", uid: UID, generation: 2, resourceVersion: "100", finalizers: [FINALIZER], ...meta },
+    spec: { customer: "acme", domain: "sip.acme.example", ...spec } as ApiKey["spec"],
+    ...(status ? { status } : {}),
+  };
+}
+
+function key(over: Partial<KeyWithToken> = {}): KeyWithToken {
+  return { id: 17, name: "billing", active: true, type: "customer", managedBy: OWNER, scope: SCOPE, token: TOKEN, ...over };
+}
+
+function view(k: KeyWithToken): KeyView {
+  const { token: _token, ...rest } = k;
+  return rest;
+}
+
+/** The Secret as the operator writes it, as the API server would hand it back. */
+function ownSecret(ak: ApiKey = apiKey(), token = TOKEN, edit: (s: V1Secret) => void = () => {}): V1Secret {
+  const spec = resolveSpec(ak);
+  if (!spec.ok) throw new Error(spec.message);
+  const secret = structuredClone(desiredSecret(ak, spec.spec, token));
+  secret.metadata = { ...secret.metadata, uid: "secret-uid", resourceVersion: "7" };
+  edit(secret);
+  return secret;
+}
+
+function foreignSecret(name = "billing", extra: Partial<V1Secret["metadata"]> = {}): V1Secret {
+  return { metadata: { name, namespace: "team-a", uid: "foreign-uid", resourceVersion: "3", ...extra }, type: "Opaque", data: { apiKey: "c2VjcmV0" } };
+}
+
+const readyStatus = (over: Partial<ApiKeyStatus> = {}): ApiKeyStatus => ({
+  observedGeneration: 2,
+  conditions: [{ type: "Ready", status: "True", reason: "Provisioned", message: "key XI…7798 is in Secret team-a/billing",
+    lastTransitionTime: EARLIER, observedGeneration: 2 }],
+  key: { id: 17, type: "customer", hint: "XI…7798" },
+  secretName: "billing",
+  ...over,
+});
+
+const notReadyStatus = (reason: ReadyReason, message: string): ApiKeyStatus => ({
+  observedGeneration: 2,
+  conditions: [{ type: "Ready", status: "False", reason, message, lastTransitionTime: EARLIER, observedGeneration: 2 }],
+});
+
+/** Everything in place: the key, its Secret and a status that says so. */
+function settled(over: Partial<PlanInput> = {}): PlanInput {
+  const ak = over.apiKey ?? apiKey({}, {}, readyStatus());
+  return {
+    apiKey: ak,
+    spec: resolveSpec(ak),
+    scope: { found: true, scope: SCOPE },
+    key: key(),
+    managedKeys: [view(key())],
+    secret: ownSecret(ak),
+    ownedSecrets: [ownSecret(ak)],
+    now: NOW,
+    ...over,
+  };
+}
+
+/** A fresh ApiKey: nothing provisioned yet. */
+function fresh(over: Partial<PlanInput> = {}): PlanInput {
+  const ak = over.apiKey ?? apiKey();
+  return {
+    apiKey: ak, scope: { found: true, scope: SCOPE }, key: undefined, managedKeys: [], secret: undefined, ownedSecrets: [], now: NOW,
+    ...over,
+    spec: resolveSpec(ak),
+  };
+}
+
+const deleting = (spec: Partial<ApiKeySpecInput> = {}, meta: Partial<ApiKey["metadata"]> = {}) =>
+  apiKey(spec, { deletionTimestamp: new Date(NOW), ...meta }, readyStatus());
+
+interface Case {
+  name: string;
+  input: PlanInput;
+  actions: ActionType[];
+  next: Next;
+  /** The Ready condition's reason; null when the plan sets no status. */
+  ready: ReadyReason | null;
+  also?: (p: Plan) => void;
+}
+
+const ofType = <T extends ActionType>(p: Plan, type: T) => p.actions.find((a): a is Extract<Action, { type: T }> => a.type === type);
+
+const cases: Case[] = [
+  // Provisioning
+  {
+    name: "adds the finalizer before it provisions a key for a new ApiKey",
+    input: fresh({ apiKey: apiKey({}, { finalizers: undefined }) }),
+    actions: ["addFinalizer", "provisionKey"], next: "replan", ready: null,
+    also: (p) => expect(ofType(p, "provisionKey")).toMatchObject({ scope: SCOPE, name: "billing", active: true }),
+  },
+  {
+    name: "provisions the key by scope and keyName, inactive when the spec says so",
+    input: fresh({ apiKey: apiKey({ keyName: "billing-prod", active: false }) }),
+    actions: ["provisionKey"], next: "replan", ready: null,
+    also: (p) => expect(ofType(p, "provisionKey")).toMatchObject({ name: "billing-prod", active: false }),
+  },
+  {
+    name: "re-provisions when the key was deleted through REST",
+    input: settled({ key: undefined, managedKeys: [] }),
+    actions: ["provisionKey"], next: "replan", ready: null,
+  },
+  {
+    name: "writes the new token into the Secret once the key is provisioned again",
+    input: settled({ key: key({ id: 18, token: OTHER_TOKEN }), managedKeys: [view(key({ id: 18 }))] }),
+    actions: ["replaceSecret", "patchStatus"], next: "done", ready: "Provisioned",
+    also: (p) => {
+      expect(ofType(p, "replaceSecret")?.secret.data).toEqual({ apiKey: Buffer.from(OTHER_TOKEN).toString("base64") });
+      expect(ofType(p, "replaceSecret")?.event?.message).toBe("Updated Secret team-a/billing");
+    },
+  },
+  {
+    name: "writes the Secret of a key provisioned just before a crash, with no second key",
+    input: fresh({ key: key(), managedKeys: [view(key())] }),
+    actions: ["createSecret", "patchStatus"], next: "done", ready: "Provisioned",
+  },
+  {
+    name: "does nothing when the key, the Secret and the status are in place",
+    input: settled(),
+    actions: [], next: "done", ready: "Provisioned",
+  },
+  // Ownership of the key
+  {
+    name: "adopts a key made through REST",
+    input: fresh({ key: key({ managedBy: null }) }),
+    actions: ["claimKey"], next: "replan", ready: null,
+  },
+  {
+    name: "re-adopts its own key after being deleted and re-created under the same name",
+    input: fresh({ apiKey: apiKey({}, { uid: "new-uid" }), key: key(), managedKeys: [view(key())] }),
+    actions: ["createSecret", "patchStatus"], next: "done", ready: "Provisioned",
+  },
+  {
+    name: "never takes over a key another ApiKey manages",
+    input: fresh({ key: key({ managedBy: "team-b/payments" }) }),
+    actions: ["recordEvent", "patchStatus"], next: "retry", ready: "KeyConflict",
+    also: (p) => {
+      expect(p.status?.conditions?.[0]?.message).toContain("team-b/payments");
+      expect(p.status?.key).toBeUndefined();
+    },
+  },
+  {
+    name: "does not repeat the KeyConflict warning nor rewrite an unchanged status",
+    input: fresh({
+      apiKey: apiKey({}, {}, notReadyStatus("KeyConflict", 'key "billing" of customer acme, domain sip.acme.example is managed by ApiKey team-b/payments')),
+      key: key({ managedBy: "team-b/payments" }),
+    }),
+    actions: [], next: "retry", ready: "KeyConflict",
+  },
+  // Ownership of the Secret
+  {
+    name: "refuses a Secret it does not own, and provisions nothing",
+    input: fresh({ secret: foreignSecret() }),
+    actions: ["recordEvent", "patchStatus"], next: "retry", ready: "SecretConflict",
+  },
+  {
+    name: "refuses a Secret owned by another ApiKey, even with the managed-by label",
+    input: fresh({ secret: ownSecret(apiKey({}, { name: "other", uid: "other-uid" }), OTHER_TOKEN, (s) => (s.metadata!.name = "billing")) }),
+    actions: ["recordEvent", "patchStatus"], next: "retry", ready: "SecretConflict",
+  },
+  // Scope and spec
+  {
+    name: "waits for a customer that does not exist yet",
+    input: fresh({ scope: { found: false, missing: "customer", ref: "acme" } }),
+    actions: ["recordEvent", "patchStatus"], next: "retry", ready: "ScopeNotFound",
+    also: (p) => expect(p.status?.conditions?.[0]?.message).toBe('customer "acme" does not exist in keyplane'),
+  },
+  {
+    name: "names the domain it could not find within its customer",
+    input: fresh({ apiKey: apiKey({}, { finalizers: undefined }), scope: { found: false, missing: "domain", ref: "sip.acme.example" } }),
+    actions: ["addFinalizer", "recordEvent", "patchStatus"], next: "retry", ready: "ScopeNotFound",
+    also: (p) => expect(p.status?.conditions?.[0]?.message).toBe('domain "sip.acme.example" does not exist in keyplane (within customer acme)'),
+  },
+  {
+    name: "reports a spec that breaks the scope rules, and touches nothing",
+    input: fresh({ apiKey: apiKey({ domain: undefined, application: "ivr" }, { finalizers: undefined }), scope: undefined }),
+    actions: ["recordEvent", "patchStatus"], next: "done", ready: "InvalidSpec",
+    also: (p) => expect(p.status?.conditions?.[0]?.message).toMatch(/application needs domain/),
+  },
+  // Active
+  {
+    name: "deactivates the key when the spec says active: false",
+    input: settled({ apiKey: apiKey({ active: false }, {}, readyStatus()) }),
+    actions: ["setKeyActive"], next: "done", ready: "Provisioned",
+    also: (p) => expect(ofType(p, "setKeyActive")).toMatchObject({ id: 17, active: false, event: { reason: "DeactivatedKey" } }),
+  },
+  {
+    name: "re-activates a key disabled through REST: the spec wins",
+    input: settled({ key: key({ active: false }) }),
+    actions: ["setKeyActive"], next: "done", ready: "Provisioned",
+    also: (p) => expect(ofType(p, "setKeyActive")).toMatchObject({ active: true }),
+  },
+  // The Secret
+  {
+    name: "writes the Secret with its owner reference, the managed-by label, and the spec's labels and annotations",
+    input: fresh({
+      apiKey: apiKey({ secret: { name: "billing-api-key", key: "token", labels: { app: "billing", [MANAGED_BY_LABEL]: "me" }, annotations: { note: "x" } } }),
+      key: key(), managedKeys: [view(key())],
+    }),
+    actions: ["createSecret", "patchStatus"], next: "done", ready: "Provisioned",
+    also: (p) => {
+      expect(ofType(p, "createSecret")?.secret).toEqual({
+        apiVersion: "v1", kind: "Secret", type: "Opaque",
+        metadata: {
+          name: "billing-api-key", namespace: "team-a",
+          labels: { app: "billing", [MANAGED_BY_LABEL]: "keyplane" },
+          annotations: { note: "x" },
+          ownerReferences: [{ apiVersion: API_VERSION, kind: KIND, name: "billing", uid: UID, controller: true, blockOwnerDeletion: true }],
+        },
+        data: { token: Buffer.from(TOKEN).toString("base64") },
+      });
+      expect(ofType(p, "createSecret")?.event).toEqual({ type: "Normal", reason: "CreatedSecret", message: "Created Secret team-a/billing-api-key" });
+    },
+  },
+  {
+    name: "recreates a Secret deleted by hand",
+    input: settled({ secret: undefined, ownedSecrets: [] }),
+    actions: ["createSecret"], next: "done", ready: "Provisioned",
+  },
+  {
+    name: "restores a Secret whose data was edited by hand, guarded by its resourceVersion",
+    input: settled({ secret: ownSecret(undefined, TOKEN, (s) => (s.data = { apiKey: "ZWRpdGVk", extra: "eA==" })) }),
+    actions: ["replaceSecret"], next: "done", ready: "Provisioned",
+    also: (p) => {
+      const s = ofType(p, "replaceSecret")?.secret;
+      expect(s?.data).toEqual({ apiKey: Buffer.from(TOKEN).toString("base64") });
+      expect(s?.metadata?.resourceVersion).toBe("7");
+    },
+  },
+  {
+    name: "restores the managed-by label and the owner reference removed by hand",
+    input: settled({ secret: ownSecret(undefined, TOKEN, (s) => {
+      s.metadata!.labels = {};
+      s.metadata!.ownerReferences = [{ ...s.metadata!.ownerReferences![0]!, controller: false }];
+    }) }),
+    actions: ["replaceSecret"], next: "done", ready: "Provisioned",
+    also: (p) => {
+      const s = ofType(p, "replaceSecret")?.secret;
+      expect(s?.metadata?.labels).toEqual({ [MANAGED_BY_LABEL]: "keyplane" });
+      expect(s?.metadata?.ownerReferences).toEqual([expect.objectContaining({ uid: UID, controller: true, blockOwnerDeletion: true })]);
+    },
+  },
+  {
+    name: "keeps the owner references and finalizers of others when it restores a Secret",
+    input: settled({ secret: ownSecret(undefined, TOKEN, (s) => {
+      s.data = {};
+      s.metadata!.finalizers = ["example.com/keep"];
+      s.metadata!.ownerReferences!.unshift({ apiVersion: "v1", kind: "ConfigMap", name: "cm", uid: "cm-uid" });
+    }) }),
+    actions: ["replaceSecret"], next: "done", ready: "Provisioned",
+    also: (p) => {
+      const meta = ofType(p, "replaceSecret")?.secret.metadata;
+      expect(meta?.finalizers).toEqual(["example.com/keep"]);
+      expect(meta?.ownerReferences?.map((r) => r.uid)).toEqual(["cm-uid", UID]);
+    },
+  },
+  {
+    name: "updates the Secret when the spec's labels change",
+    input: settled({ apiKey: apiKey({ secret: { labels: { tier: "gold" } } }, {}, readyStatus()) }),
+    actions: ["replaceSecret"], next: "done", ready: "Provisioned",
+  },
+  {
+    name: "recreates a Secret whose type was changed, since a type cannot be updated",
+    input: settled({ secret: ownSecret(undefined, TOKEN, (s) => (s.type = "kubernetes.io/basic-auth")) }),
+    actions: ["deleteSecret", "createSecret"], next: "done", ready: "Provisioned",
+    also: (p) => expect(ofType(p, "deleteSecret")).toMatchObject({ name: "billing", uid: "secret-uid" }),
+  },
+  {
+    name: "recreates an immutable Secret whose data is stale",
+    input: settled({ key: key({ token: OTHER_TOKEN }), secret: ownSecret(undefined, TOKEN, (s) => (s.immutable = true)) }),
+    actions: ["deleteSecret", "createSecret", "patchStatus"], next: "done", ready: "Provisioned",
+  },
+  // Spec changes
+  {
+    name: "renames its key back when it was renamed through REST",
+    input: settled({ key: undefined, managedKeys: [view(key({ name: "renamed" }))] }),
+    actions: ["renameKey"], next: "replan", ready: null,
+    also: (p) => expect(ofType(p, "renameKey")).toMatchObject({ id: 17, name: "billing" }),
+  },
+  {
+    name: "deletes the key it no longer asks for when the scope changed (Delete)",
+    input: settled({ managedKeys: [view(key({ id: 5, scope: OTHER_SCOPE })), view(key())] }),
+    actions: ["deleteKey"], next: "done", ready: "Provisioned",
+    also: (p) => expect(ofType(p, "deleteKey")).toMatchObject({ id: 5, scope: OTHER_SCOPE }),
+  },
+  {
+    name: "releases the key it no longer asks for when the scope changed (Retain)",
+    input: settled({ apiKey: apiKey({ deletionPolicy: "Retain" }, {}, readyStatus()), managedKeys: [view(key({ id: 5, scope: OTHER_SCOPE })), view(key())] }),
+    actions: ["releaseKey"], next: "done", ready: "Provisioned",
+  },
+  {
+    name: "deletes the Secret it no longer writes when secret.name changed",
+    input: settled({
+      apiKey: apiKey({ secret: { name: "renamed" } }, {}, readyStatus({ secretName: "renamed" })),
+      secret: undefined,
+      ownedSecrets: [ownSecret()],
+    }),
+    actions: ["createSecret", "deleteSecret", "patchStatus"], next: "done", ready: "Provisioned",
+    also: (p) => expect(ofType(p, "deleteSecret")).toMatchObject({ name: "billing" }),
+  },
+  // Status
+  {
+    name: "records a new generation without moving lastTransitionTime while Ready stays True",
+    input: settled({ apiKey: apiKey({}, { generation: 3 }, readyStatus()) }),
+    actions: ["patchStatus"], next: "done", ready: "Provisioned",
+    also: (p) => {
+      expect(p.status?.observedGeneration).toBe(3);
+      expect(p.status?.conditions?.[0]).toMatchObject({ observedGeneration: 3, lastTransitionTime: EARLIER });
+    },
+  },
+  {
+    name: "moves lastTransitionTime when Ready flips, in whole seconds",
+    input: settled({ apiKey: apiKey({}, {}, notReadyStatus("ScopeNotFound", "gone")) }),
+    actions: ["patchStatus"], next: "done", ready: "Provisioned",
+    also: (p) => expect(p.status?.conditions?.[0]?.lastTransitionTime).toBe("2025-05-01T12:00:00Z"),
+  },
+  // Deletion
+  {
+    name: "deletes its key and its Secret, then removes the finalizer (deletionPolicy Delete)",
+    input: settled({ apiKey: deleting(), scope: undefined }),
+    actions: ["deleteKey", "deleteSecret", "removeFinalizer"], next: "done", ready: null,
+  },
+  {
+    name: "keeps its key in keyplane, released, and deletes the Secret (deletionPolicy Retain)",
+    input: settled({ apiKey: deleting({ deletionPolicy: "Retain" }), scope: undefined }),
+    actions: ["releaseKey", "deleteSecret", "removeFinalizer"], next: "done", ready: null,
+  },
+  {
+    name: "deletes every Secret it owns, once each, when deleted",
+    input: settled({ apiKey: deleting(), scope: undefined, ownedSecrets: [ownSecret(), ownSecret(undefined, TOKEN, (s) => {
+      s.metadata!.name = "old";
+      s.metadata!.uid = "old-uid";
+    })] }),
+    actions: ["deleteKey", "deleteSecret", "deleteSecret", "removeFinalizer"], next: "done", ready: null,
+  },
+  {
+    name: "touches neither a key it does not manage nor a Secret it does not own when deleted",
+    input: settled({ apiKey: deleting(), scope: undefined, key: key({ managedBy: "team-b/x" }), managedKeys: [], secret: foreignSecret(), ownedSecrets: [] }),
+    actions: ["removeFinalizer"], next: "done", ready: null,
+  },
+  {
+    name: "lets an ApiKey without its finalizer go",
+    input: settled({ apiKey: deleting({}, { finalizers: ["other.example/f"] }), scope: undefined }),
+    actions: [], next: "done", ready: null,
+  },
+];
+
+describe("plan", () => {
+  it.each(cases.map((c) => [c.name, c] as const))("%s", (_name, c) => {
+    const p = plan(c.input);
+    expect(p.actions.map((a) => a.type)).toEqual(c.actions);
+    expect(p.next).toBe(c.next);
+    expect(p.status?.conditions?.[0]?.reason ?? null).toBe(c.ready);
+    c.also?.(p);
+  });
+
+  it("shows the key's id, type and hint, and the Secret's name, in the status", () => {
+    const p = plan(fresh({ key: key({ type: "application" }), managedKeys: [view(key())] }));
+    expect(p.status).toEqual({
+      observedGeneration: 2,
+      conditions: [{ type: "Ready", status: "True", reason: "Provisioned", message: "key XI…7798 is in Secret team-a/billing",
+        lastTransitionTime: "2025-05-01T12:00:00Z", observedGeneration: 2 }],
+      key: { id: 17, type: "application", hint: "XI…7798" },
+      secretName: "billing",
+    });
+  });
+
+  it("never puts the whole token in the status nor in an event", () => {
+    const inputs = [...cases.map((c) => c.input), fresh({ key: key() })];
+    for (const input of inputs) {
+      const p = plan(input);
+      const shown = JSON.stringify([p.status, p.actions.map((a) => a.event)]);
+      expect(shown).not.toContain(TOKEN);
+      expect(shown).not.toContain(OTHER_TOKEN);
+    }
+  });
+
+  it("is a function of its input: the same input gives the same plan", () => {
+    for (const c of cases) expect(plan(structuredClone(c.input))).toEqual(plan(c.input));
+  });
+});

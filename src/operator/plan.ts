@@ -1,0 +1,255 @@
+// plan(input): what to do about one ApiKey, from what gather saw. Pure: no I/O, the clock comes in the
+// input. Each step is a small named check in an ordered list; the first to decide the outcome ends the
+// list, and the checks before it may have added actions.
+import type { V1Secret } from "@kubernetes/client-node";
+import type { Scope } from "../domain/scope.ts";
+import { tokenHint } from "../domain/token.ts";
+import type { NamedScope } from "../services/named-scope.ts";
+import type { Action, EventSpec } from "./actions.ts";
+import { FINALIZER, type ApiKey, type ApiKeyStatus, type DeletionPolicy, type EffectiveSpec, type SpecResult } from "./apikey.ts";
+import type { KeyView, KeyWithToken } from "./keystore.ts";
+import { desiredSecret, isOwnedBy, secretChange, secretReplacement } from "./secret.ts";
+import { readyCondition, readyConditionOf, sameJson, type Readiness } from "./status.ts";
+
+export interface PlanInput {
+  apiKey: ApiKey;
+  /** resolveSpec(apiKey): the spec with its defaults, or why it is invalid. */
+  spec: SpecResult;
+  /** The spec's scope in keyplane's directory; undefined when not looked up (invalid spec, deletion). */
+  scope: NamedScope | undefined;
+  /** The live key of the spec's scope and keyName, whoever manages it. */
+  key: KeyWithToken | undefined;
+  /** Every live key this ApiKey manages (the one above among them, once it is this ApiKey's). */
+  managedKeys: KeyView[];
+  /** The Secret of the spec's name, whoever owns it. */
+  secret: V1Secret | undefined;
+  /** The Secrets of the namespace that this ApiKey owns, whatever their names. */
+  ownedSecrets: V1Secret[];
+  now: Date;
+}
+
+/** done: nothing more until something changes; retry: again after a backoff; replan: gather again now. */
+export type Next = "done" | "retry" | "replan";
+
+export interface Plan {
+  actions: Action[];
+  next: Next;
+  /** The status the ApiKey should show; none while it is deleted, or before a replan. */
+  status?: ApiKeyStatus;
+}
+
+type Outcome = { next: "replan" } | { next: "done"; ready?: Readiness } | { next: "retry"; ready: Readiness };
+
+/** An ApiKey whose spec is valid and whose scope exists. */
+type Facts = Omit<PlanInput, "spec" | "scope"> & { spec: EffectiveSpec; scope: Scope; owner: string };
+
+type StatusKeyType = NonNullable<ApiKeyStatus["key"]>["type"];
+
+type Check<T> = (input: T, actions: Action[]) => Outcome | undefined;
+
+/** What managed_by holds for an ApiKey: "namespace/name". */
+export function ownerOf(apiKey: Pick<ApiKey, "metadata">): string {
+  return `${apiKey.metadata.namespace ?? ""}/${apiKey.metadata.name ?? ""}`;
+}
+
+export function plan(input: PlanInput): Plan {
+  const actions: Action[] = [];
+  if (input.apiKey.metadata.deletionTimestamp) return settle(input, actions, run(finalizing, input, actions));
+  const early = run(admitting, input, actions);
+  if (early || !input.spec.ok || !input.scope?.found) return settle(input, actions, early ?? { next: "done" });
+  const facts: Facts = { ...input, spec: input.spec.spec, scope: input.scope.scope, owner: ownerOf(input.apiKey) };
+  return settle(input, actions, run(reconciling, facts, actions) ?? { next: "done" });
+}
+
+function run<T>(checks: Check<T>[], input: T, actions: Action[]): Outcome | undefined {
+  for (const check of checks) {
+    const outcome = check(input, actions);
+    if (outcome) return outcome;
+  }
+  return undefined;
+}
+
+// --- An ApiKey being deleted -------------------------------------------------------------------
+
+const finalizing: Check<PlanInput>[] = [
+  function letsGoWithoutFinalizer(i) {
+    return hasFinalizer(i.apiKey) ? undefined : { next: "done" };
+  },
+  function deletesOrReleasesItsKeys(i, actions) {
+    for (const key of i.managedKeys) actions.push(dropKey(key, policyOf(i)));
+    return undefined;
+  },
+  function deletesItsSecrets(i, actions) {
+    const owned = [...(i.secret && isOwnedBy(i.secret, i.apiKey.metadata.uid) ? [i.secret] : []), ...i.ownedSecrets];
+    const byUid = new Map(owned.map((s) => [s.metadata?.uid ?? "", s]));
+    for (const secret of byUid.values()) actions.push(deleteSecret(i.apiKey, secret));
+    return undefined;
+  },
+  function removesFinalizer(_i, actions) {
+    actions.push({ type: "removeFinalizer" });
+    return { next: "done" };
+  },
+];
+
+// --- Before anything is provisioned ------------------------------------------------------------
+
+const admitting: Check<PlanInput>[] = [
+  function reportsInvalidSpec(i) {
+    return i.spec.ok ? undefined : { next: "done", ready: notReady("InvalidSpec", i.spec.message) };
+  },
+  function addsFinalizer(i, actions) {
+    if (!hasFinalizer(i.apiKey)) actions.push({ type: "addFinalizer" });
+    return undefined;
+  },
+  function waitsForScope(i) {
+    if (!i.scope || i.scope.found) return undefined;
+    const { missing, ref } = i.scope;
+    return { next: "retry", ready: notReady("ScopeNotFound", `${missing} "${ref}" does not exist in keyplane${missing === "customer" ? "" : ` (within ${scopeText(i, missing)})`}`) };
+  },
+];
+
+// --- The key and its Secret --------------------------------------------------------------------
+
+const reconciling: Check<Facts>[] = [
+  function refusesForeignSecret(f) {
+    if (!f.secret || isOwnedBy(f.secret, f.apiKey.metadata.uid)) return undefined;
+    return { next: "retry", ready: notReady("SecretConflict", `Secret ${secretRef(f)} exists and is not owned by this ApiKey: keyplane leaves it untouched`) };
+  },
+  function refusesKeyOfAnother(f) {
+    if (!f.key || f.key.managedBy === null || f.key.managedBy === f.owner) return undefined;
+    return { next: "retry", ready: notReady("KeyConflict", `key "${f.key.name}" of ${scopeText(f)} is managed by ApiKey ${f.key.managedBy}`) };
+  },
+  function restoresRenamedKey(f, actions) {
+    if (f.key) return undefined;
+    const renamed = f.managedKeys.find((k) => sameScope(k.scope, f.scope));
+    if (!renamed) return undefined;
+    actions.push({ type: "renameKey", id: renamed.id, scope: renamed.scope, name: f.spec.keyName,
+      event: normal("RenamedKey", `Renamed key "${renamed.name}" to "${f.spec.keyName}"`) });
+    return { next: "replan" };
+  },
+  function provisionsKey(f, actions) {
+    if (f.key) return undefined;
+    actions.push({ type: "provisionKey", scope: f.scope, name: f.spec.keyName, active: f.spec.active,
+      event: normal("ProvisionedKey", `Provisioned key "${f.spec.keyName}" for ${scopeText(f)}`) });
+    return { next: "replan" };
+  },
+  function adoptsKeyMadeThroughRest(f, actions) {
+    if (!f.key || f.key.managedBy !== null) return undefined;
+    actions.push({ type: "claimKey", id: f.key.id, event: normal("AdoptedKey", `Adopted key "${f.key.name}", made through the REST API`) });
+    return { next: "replan" };
+  },
+  function keepsActiveAsSpecified(f, actions) {
+    if (!f.key || f.key.active === f.spec.active) return undefined;
+    const [reason, verb] = f.spec.active ? ["ActivatedKey", "Activated"] : ["DeactivatedKey", "Deactivated"];
+    actions.push({ type: "setKeyActive", id: f.key.id, scope: f.key.scope, active: f.spec.active,
+      event: normal(reason, `${verb} key "${f.key.name}": the spec says active: ${f.spec.active}`) });
+    return undefined;
+  },
+  function writesSecret(f, actions) {
+    if (!f.key) return undefined;
+    const desired = desiredSecret(f.apiKey, f.spec, f.key.token);
+    if (!f.secret) {
+      actions.push({ type: "createSecret", secret: desired, event: normal("CreatedSecret", `Created Secret ${secretRef(f)}`) });
+      return undefined;
+    }
+    const change = secretChange(f.secret, desired);
+    if (change === "update") {
+      actions.push({ type: "replaceSecret", secret: secretReplacement(f.secret, desired), event: normal("UpdatedSecret", `Updated Secret ${secretRef(f)}`) });
+    } else if (change === "recreate") {
+      actions.push(
+        { type: "deleteSecret", name: f.spec.secret.name, uid: f.secret.metadata?.uid ?? "" },
+        { type: "createSecret", secret: desired, event: normal("RecreatedSecret", `Recreated Secret ${secretRef(f)}: its type or immutable data differed`) },
+      );
+    }
+    return undefined;
+  },
+  function dropsKeysNoLongerAskedFor(f, actions) {
+    for (const key of f.managedKeys) if (key.id !== f.key?.id) actions.push(dropKey(key, f.spec.deletionPolicy));
+    return undefined;
+  },
+  function deletesSecretsNoLongerAskedFor(f, actions) {
+    for (const secret of f.ownedSecrets) {
+      if (secret.metadata?.name !== f.spec.secret.name) actions.push(deleteSecret(f.apiKey, secret));
+    }
+    return undefined;
+  },
+  function isReady(f) {
+    const hint = f.key ? tokenHint(f.key.token) : "";
+    return { next: "done", ready: { status: "True", reason: "Provisioned", message: `key ${hint} is in Secret ${secretRef(f)}` } };
+  },
+];
+
+// --- Status and warnings -----------------------------------------------------------------------
+
+/** Adds the status write (when the status changed) and a warning when the ApiKey turns not Ready. */
+function settle(input: PlanInput, actions: Action[], outcome: Outcome | undefined): Plan {
+  if (!outcome || outcome.next === "replan" || !outcome.ready) return { actions, next: outcome?.next ?? "done" };
+  const { ready } = outcome;
+  const current = input.apiKey.status;
+  const owner = ownerOf(input.apiKey);
+  const key = input.key && input.key.managedBy === owner ? input.key : undefined;
+  const status: ApiKeyStatus = {
+    ...(input.apiKey.metadata.generation !== undefined ? { observedGeneration: input.apiKey.metadata.generation } : {}),
+    conditions: [readyCondition(current, ready, input.apiKey.metadata.generation, input.now)],
+    ...(key ? { key: { id: key.id, type: key.type as StatusKeyType, hint: tokenHint(key.token) } } : {}),
+    ...(ready.status === "True" && input.spec.ok ? { secretName: input.spec.spec.secret.name } : {}),
+  };
+  const previous = readyConditionOf(current);
+  if (ready.status === "False" && (previous?.status !== "False" || previous.reason !== ready.reason)) {
+    actions.push({ type: "recordEvent", event: { type: "Warning", reason: ready.reason, message: ready.message } });
+  }
+  if (!sameJson(status, current)) actions.push({ type: "patchStatus", status });
+  return { actions, next: outcome.next, status };
+}
+
+// --- Helpers -------------------------------------------------------------------------------------
+
+function hasFinalizer(apiKey: ApiKey): boolean {
+  return (apiKey.metadata.finalizers ?? []).includes(FINALIZER);
+}
+
+function notReady(reason: Readiness["reason"], message: string): Readiness {
+  return { status: "False", reason, message };
+}
+
+function normal(reason: string, message: string): EventSpec {
+  return { type: "Normal", reason, message };
+}
+
+/** The deletion policy, also of a spec that no longer validates: its own field when that is valid. */
+function policyOf(i: PlanInput): DeletionPolicy {
+  if (i.spec.ok) return i.spec.spec.deletionPolicy;
+  return (i.apiKey.spec as { deletionPolicy?: unknown } | undefined)?.deletionPolicy === "Retain" ? "Retain" : "Delete";
+}
+
+function dropKey(key: KeyView, policy: DeletionPolicy): Action {
+  return policy === "Delete"
+    ? { type: "deleteKey", id: key.id, scope: key.scope, event: normal("DeletedKey", `Deleted key "${key.name}" (deletionPolicy Delete)`) }
+    : { type: "releaseKey", id: key.id, event: normal("ReleasedKey", `Released key "${key.name}": it stays in keyplane (deletionPolicy Retain)`) };
+}
+
+function deleteSecret(apiKey: ApiKey, secret: V1Secret): Action {
+  const name = secret.metadata?.name ?? "";
+  return { type: "deleteSecret", name, uid: secret.metadata?.uid ?? "", event: normal("DeletedSecret", `Deleted Secret ${apiKey.metadata.namespace}/${name}`) };
+}
+
+function secretRef(f: Facts): string {
+  return `${f.apiKey.metadata.namespace}/${f.spec.secret.name}`;
+}
+
+/** "customer acme, domain sip.acme.example", up to (and without) `upTo` when given. */
+function scopeText(i: { spec: SpecResult | EffectiveSpec }, upTo?: string): string {
+  const spec = "ok" in i.spec ? (i.spec.ok ? i.spec.spec : undefined) : i.spec;
+  if (!spec) return "";
+  const parts: string[] = [];
+  for (const field of ["customer", "domain", "application", "subscriber"] as const) {
+    if (field === upTo) break;
+    const value = spec[field];
+    if (value !== undefined) parts.push(`${field} ${value}`);
+  }
+  return parts.join(", ");
+}
+
+function sameScope(a: Scope, b: Scope): boolean {
+  return a.tenantId === b.tenantId && a.domainId === b.domainId && a.applicationId === b.applicationId && a.subscriberId === b.subscriberId;
+}

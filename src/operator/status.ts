@@ -1,0 +1,51 @@
+// The status an ApiKey should show, and whether it already does. Pure.
+import type { ApiKeyCondition, ApiKeyStatus } from "./apikey.ts";
+
+export const READY = "Ready";
+
+/** Why an ApiKey is or is not Ready: the reason of its Ready condition. */
+export type ReadyReason = "Provisioned" | "InvalidSpec" | "ScopeNotFound" | "KeyConflict" | "SecretConflict" | "Error";
+
+export interface Readiness {
+  status: "True" | "False";
+  reason: ReadyReason;
+  message: string;
+}
+
+/** metav1.Time: RFC 3339 in whole seconds, as the API server writes its own timestamps. */
+export function kubeTime(at: Date): string {
+  return at.toISOString().replace(/\.\d+Z$/, "Z");
+}
+
+export function readyConditionOf(status: ApiKeyStatus | undefined): ApiKeyCondition | undefined {
+  return status?.conditions?.find((c) => c.type === READY);
+}
+
+/** The Ready condition; its lastTransitionTime moves only when its status flips. */
+export function readyCondition(current: ApiKeyStatus | undefined, ready: Readiness, generation: number | undefined, now: Date): ApiKeyCondition {
+  const previous = readyConditionOf(current);
+  return {
+    type: READY,
+    status: ready.status,
+    reason: ready.reason,
+    message: ready.message,
+    lastTransitionTime: previous?.status === ready.status ? previous.lastTransitionTime : kubeTime(now),
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+  };
+}
+
+/** Deep equality of JSON values, where an absent field and an undefined one are the same. */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => sameJson(x, b[i]));
+  }
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  const keys = new Set([...Object.keys(x), ...Object.keys(y)]);
+  for (const k of keys) {
+    if (!sameJson(x[k], y[k])) return false;
+  }
+  return true;
+}
