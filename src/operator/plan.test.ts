@@ -280,7 +280,8 @@ const cases: Case[] = [
   },
   {
     name: "updates the Secret when the spec's labels change",
-    input: settled({ apiKey: apiKey({ secret: { labels: { tier: "gold" } } }, {}, readyStatus()) }),
+    input: settled({ apiKey: apiKey({ secret: { labels: { tier: "gold" } } }, {}, readyStatus()), secret: ownSecret() }),
+    also: (p) => expect(ofType(p, "replaceSecret")?.secret.metadata?.labels).toEqual({ tier: "gold", [MANAGED_BY_LABEL]: "keyplane" }),
     actions: ["replaceSecret"], next: "done", ready: "Provisioned",
   },
   {
