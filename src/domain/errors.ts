@@ -39,6 +39,16 @@ export function statusOf(code: ErrorCode): number {
   }
 }
 
+const CODES: ErrorCode[] = [
+  "bad_request", "unauthorized", "not_found", "method_not_allowed", "conflict", "payload_too_large",
+  "unsupported_media_type", "rate_limited", "internal", "bad_gateway", "unavailable",
+];
+
+/** The catalogue's code for an HTTP status, if it has one. */
+export function codeOf(status: number): ErrorCode | undefined {
+  return CODES.find((code) => statusOf(code) === status);
+}
+
 /** An error that is meant for the caller: its message is safe to show. */
 export class AppError extends Error {
   readonly code: ErrorCode;

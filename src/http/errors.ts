@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, Response } from "express";
 import type { Logger } from "pino";
-import { AppError, statusOf, type ErrorCode } from "../domain/errors.ts";
+import { AppError, codeOf, statusOf, type ErrorCode } from "../domain/errors.ts";
 
 // The one error middleware: every error leaves as {"status", "error", "message"} (CONTRACT 3).
 export function sendError(res: Response, code: ErrorCode, message: string): void {
@@ -49,6 +49,10 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     if (error instanceof AppError) return sendError(res, error.code, error.message);
     const parsed = parserError(error);
     if (parsed) return sendError(res, ...parsed);
+    // Other client errors raised by express itself (a path segment that is not valid percent-encoding).
+    const status = (error as { status?: unknown }).status;
+    const code = typeof status === "number" && status >= 400 && status < 500 ? codeOf(status) : undefined;
+    if (code) return sendError(res, code, "The request could not be understood.");
     if (isUnavailable(error)) {
       log.warn({ err: error, reqId: req.id }, "database unavailable");
       return sendError(res, "unavailable", "The key store is unavailable; try again shortly.");

@@ -1,13 +1,227 @@
+// Starting the operator inside `keyplane serve`: every replica serves REST; the one that holds the
+// leader-election Lease also runs the controller (informers, queue, reconciler).
+import { existsSync } from "node:fs";
+import { homedir, hostname } from "node:os";
+import { join } from "node:path";
+import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { z } from "zod";
 import type { Context } from "../services/context.ts";
+import { GROUP, PLURAL, VERSION } from "./apikey.ts";
+import { startController, type Controller } from "./controller.ts";
+import { apiErrorText } from "./kube-api.ts";
+import { LeaderElector } from "./leader.ts";
+import type { BackoffOptions } from "./queue.ts";
 
 export interface RunningOperator {
   stop(): Promise<void>;
 }
 
-/** Starts the ApiKey operator as KEYPLANE_OPERATOR says: on, off, or auto (on where a cluster is reachable). */
-export async function startOperator(mode: "on" | "off" | "auto", _ctx: Context, log: Logger): Promise<RunningOperator | undefined> {
-  if (mode === "off") return undefined;
-  log.info({ mode }, "operator not built into this version yet");
+export interface OperatorOptions {
+  ctx: Context;
+  kubeConfig: KubeConfig;
+  log: Logger;
+  /** This replica in the Lease: POD_NAME, else host name and pid. */
+  identity?: string;
+  leaseNamespace?: string;
+  leaseName?: string;
+  /** Only this namespace's ApiKeys (and the Secrets there); all namespaces when undefined. */
+  watchNamespace?: string;
+  /** Every ApiKey is reconciled again this often, whatever happened (default 10 minutes). */
+  resyncMs?: number;
+  /** ApiKeys reconciled at once (default 8). */
+  concurrency?: number;
+  backoff?: BackoffOptions;
+  watchBackoff?: BackoffOptions;
+  /** Lease timing: duration 15 s, renew deadline 10 s, retry (renew) period 5 s unless told. */
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+  clock?: () => Date;
+}
+
+export interface Operator extends RunningOperator {
+  readonly identity: string;
+  readonly isLeader: boolean;
+  /** Resolves once this replica leads and its caches are synced (it may wait for ever: use a timeout). */
+  whenLeading(): Promise<void>;
+  /** As the periodic resync: queues every ApiKey, and resolves once they are all reconciled. Leader only. */
+  resync(): Promise<void>;
+  /** Resolves once no ApiKey waits or is being reconciled (at once when not leading). */
+  idle(): Promise<void>;
+}
+
+export const DEFAULTS = {
+  leaseName: "keyplane-operator",
+  leaseNamespace: "default",
+  resyncMs: 10 * 60_000,
+  concurrency: 8,
+  backoff: { baseMs: 1_000, maxMs: 2 * 60_000, jitter: 0.1 },
+  watchBackoff: { baseMs: 500, maxMs: 30_000, jitter: 0.2 },
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 5_000,
+} as const;
+
+export function defaultIdentity(env: NodeJS.ProcessEnv = process.env): string {
+  return env.POD_NAME || `${hostname()}-${process.pid}`;
+}
+
+/** Campaigns for the Lease and, while leading, reconciles ApiKeys. In-process: tests call it directly. */
+export function runOperator(options: OperatorOptions): Operator {
+  const o = { ...DEFAULTS, clock: () => new Date(), ...definedOnly(options) };
+  const identity = o.identity ?? defaultIdentity();
+  const log = o.log;
+  const elector = new LeaderElector({
+    kubeConfig: o.kubeConfig,
+    namespace: o.leaseNamespace,
+    name: o.leaseName,
+    identity,
+    leaseDurationMs: o.leaseDurationMs,
+    renewDeadlineMs: o.renewDeadlineMs,
+    retryPeriodMs: o.retryPeriodMs,
+    log,
+  });
+  let controller: Promise<Controller | undefined> | undefined;
+  let leading: { resolve: () => void; promise: Promise<void> } = deferred();
+
+  elector.run({
+    onStartedLeading(signal) {
+      controller = startController({
+        ctx: o.ctx, kubeConfig: o.kubeConfig, log, identity, watchNamespace: o.watchNamespace, resyncMs: o.resyncMs,
+        concurrency: o.concurrency, backoff: o.backoff, watchBackoff: o.watchBackoff, clock: o.clock,
+      }, signal).then(
+        (c) => {
+          c.synced.then(() => leading.resolve(), () => undefined);
+          return c;
+        },
+        (error: unknown) => {
+          log.error({ error: apiErrorText(error) }, "could not start the controller");
+          return undefined;
+        },
+      );
+    },
+    async onStoppedLeading() {
+      const running = controller;
+      controller = undefined;
+      leading = deferred();
+      await (await running)?.stop();
+    },
+  });
+
+  const current = async () => (elector.isLeader ? await controller : undefined);
+  return {
+    identity,
+    get isLeader() {
+      return elector.isLeader;
+    },
+    whenLeading: () => leading.promise,
+    async resync() {
+      const c = await current();
+      if (!c) throw new Error("not the leader: only the leader reconciles");
+      await c.synced;
+      c.resync();
+      await c.idle();
+    },
+    async idle() {
+      await (await current())?.idle();
+    },
+    stop: () => elector.stop(),
+  };
+}
+
+function deferred(): { resolve: () => void; promise: Promise<void> } {
+  let resolve: () => void = () => {};
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { resolve, promise };
+}
+
+function definedOnly<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+// --- keyplane serve ----------------------------------------------------------------------------
+
+const seconds = z.coerce.number().positive();
+const operatorEnv = z.object({
+  POD_NAMESPACE: z.string().min(1).optional(),
+  KEYPLANE_LEASE_NAMESPACE: z.string().min(1).optional(),
+  KEYPLANE_WATCH_NAMESPACE: z.string().min(1).optional(),
+  KEYPLANE_LEASE_DURATION_SECONDS: seconds.optional(),
+  KEYPLANE_RESYNC_SECONDS: seconds.optional(),
+});
+
+/** The operator's settings from the environment (see docs/operator.md). */
+export function operatorSettings(env: NodeJS.ProcessEnv = process.env): Partial<OperatorOptions> {
+  const parsed = operatorEnv.safeParse(env);
+  if (!parsed.success) throw new Error(`invalid operator configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  const e = parsed.data;
+  const lease = e.KEYPLANE_LEASE_DURATION_SECONDS;
+  return {
+    identity: defaultIdentity(env),
+    leaseNamespace: e.KEYPLANE_LEASE_NAMESPACE ?? e.POD_NAMESPACE ?? DEFAULTS.leaseNamespace,
+    watchNamespace: e.KEYPLANE_WATCH_NAMESPACE,
+    resyncMs: e.KEYPLANE_RESYNC_SECONDS !== undefined ? e.KEYPLANE_RESYNC_SECONDS * 1000 : undefined,
+    // The renew deadline and period keep client-go's proportions: 2/3 and 1/3 of the duration.
+    ...(lease !== undefined ? { leaseDurationMs: lease * 1000, renewDeadlineMs: (lease * 2000) / 3, retryPeriodMs: (lease * 1000) / 3 } : {}),
+  };
+}
+
+/** Where a cluster is configured: a kubeconfig (KUBECONFIG or ~/.kube/config), or a pod's service account. */
+export function clusterConfigured(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (env.KUBECONFIG) return `KUBECONFIG=${env.KUBECONFIG}`;
+  const home = join(env.HOME ?? homedir(), ".kube", "config");
+  if (existsSync(home)) return home;
+  if (env.KUBERNETES_SERVICE_HOST && existsSync("/var/run/secrets/kubernetes.io/serviceaccount/token")) return "in-cluster service account";
   return undefined;
+}
+
+/** Resolves when the API server serves ApiKeys to this identity; rejects with why not. */
+async function probe(kubeConfig: KubeConfig, watchNamespace: string | undefined, timeoutMs = 5_000): Promise<void> {
+  const objects = kubeConfig.makeApiClient(CustomObjectsApi);
+  const list = watchNamespace
+    ? objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: watchNamespace, plural: PLURAL, limit: 1 })
+    : objects.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, resourcePlural: PLURAL, limit: 1 });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)));
+  try {
+    await Promise.race([list, timeout]);
+  } catch (error) {
+    const text = apiErrorText(error);
+    throw new Error(/^404/.test(text) ? `the ApiKey CRD is not installed (kubectl apply -f crds/): ${text}` : text, { cause: error });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Starts the ApiKey operator as KEYPLANE_OPERATOR says: `off`, nothing; `on`, it must reach a cluster
+ * that serves ApiKeys, or this throws; `auto`, it starts where one is configured and answers, and
+ * otherwise logs why not and returns undefined.
+ */
+export async function startOperator(mode: "on" | "off" | "auto", ctx: Context, log: Logger): Promise<RunningOperator | undefined> {
+  if (mode === "off") return undefined;
+  const settings = operatorSettings();
+  const where = clusterConfigured();
+  if (!where) {
+    const why = "no Kubernetes cluster configured (no KUBECONFIG, ~/.kube/config nor in-cluster service account)";
+    if (mode === "on") throw new Error(`KEYPLANE_OPERATOR=on but ${why}`);
+    log.info({ mode }, `operator off: ${why}`);
+    return undefined;
+  }
+  const kubeConfig = new KubeConfig();
+  try {
+    kubeConfig.loadFromDefault();
+    await probe(kubeConfig, settings.watchNamespace);
+  } catch (error) {
+    const why = `cluster of ${where} (${kubeConfig.getCurrentCluster()?.server ?? "no server"}) unusable: ${error instanceof Error ? error.message : String(error)}`;
+    if (mode === "on") throw new Error(`KEYPLANE_OPERATOR=on but the ${why}`, { cause: error });
+    log.info({ mode }, `operator off: ${why}`);
+    return undefined;
+  }
+  const operatorLog = log.child({ component: "operator" });
+  const operator = runOperator({ ctx, kubeConfig, log: operatorLog, ...settings });
+  operatorLog.info({ identity: operator.identity, lease: `${settings.leaseNamespace}/${DEFAULTS.leaseName}`, server: kubeConfig.getCurrentCluster()?.server },
+    "operator started: campaigning for leadership");
+  return operator;
 }

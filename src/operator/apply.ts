@@ -1,0 +1,86 @@
+// apply: carries out a plan's actions in order, recording each action's event once it succeeded.
+// The first failure stops it: the reconciler decides what then.
+import type { Logger } from "pino";
+import { describeAction, type Action } from "./actions.ts";
+import { FINALIZER, type ApiKey } from "./apikey.ts";
+import { apiErrorText, type KubeApi } from "./kube-api.ts";
+import type { KeyStore } from "./keystore.ts";
+import { ownerOf } from "./plan.ts";
+
+export interface ApplyDeps {
+  store: KeyStore;
+  kube: KubeApi;
+  clock: () => Date;
+  log: Logger;
+  /** Aborted when this replica stops leading: no action starts after that. */
+  signal?: AbortSignal;
+}
+
+/** An action that failed, with the error it failed with. */
+export class ActionFailed extends Error {
+  readonly action: Action;
+
+  constructor(action: Action, cause: unknown) {
+    super(`${action.type} failed: ${apiErrorText(cause)}`, { cause });
+    this.name = "ActionFailed";
+    this.action = action;
+  }
+}
+
+export async function apply(deps: ApplyDeps, apiKey: ApiKey, actions: Action[]): Promise<void> {
+  const log = deps.log.child({ apiKey: ownerOf(apiKey) });
+  for (const action of actions) {
+    deps.signal?.throwIfAborted();
+    try {
+      await perform(deps, apiKey, action);
+    } catch (error) {
+      throw new ActionFailed(action, error);
+    }
+    log.debug(describeAction(action), "applied");
+    if (action.event) {
+      log[action.event.type === "Warning" ? "warn" : "info"]({ reason: action.event.reason }, action.event.message);
+      await deps.kube.recordEvent(apiKey, action.event, deps.clock()).catch((error: unknown) => {
+        // An event is for people: failing to record one must not fail the work it reports.
+        log.warn({ reason: action.event?.reason, error: apiErrorText(error) }, "could not record event");
+      });
+    }
+  }
+}
+
+async function perform(deps: ApplyDeps, apiKey: ApiKey, action: Action): Promise<void> {
+  const ref = { namespace: apiKey.metadata.namespace ?? "", name: apiKey.metadata.name ?? "" };
+  const owner = ownerOf(apiKey);
+  const finalizers = apiKey.metadata.finalizers ?? [];
+  switch (action.type) {
+    case "addFinalizer":
+      await deps.kube.patchFinalizers(apiKey, [...finalizers, FINALIZER]);
+      return;
+    case "removeFinalizer":
+      await deps.kube.patchFinalizers(apiKey, finalizers.filter((f) => f !== FINALIZER));
+      return;
+    case "provisionKey":
+      return deps.store.provision(action.scope, action.name, action.active, owner);
+    case "claimKey":
+      // Losing the race to another ApiKey is no failure: gathering again shows the conflict.
+      await deps.store.claim(action.id, owner);
+      return;
+    case "renameKey":
+      return deps.store.update(action, { name: action.name });
+    case "setKeyActive":
+      return deps.store.update(action, { active: action.active });
+    case "deleteKey":
+      return deps.store.delete(action);
+    case "releaseKey":
+      return deps.store.release(action.id, owner);
+    case "createSecret":
+      return deps.kube.createSecret(action.secret);
+    case "replaceSecret":
+      return deps.kube.replaceSecret(action.secret);
+    case "deleteSecret":
+      return deps.kube.deleteSecret({ namespace: ref.namespace, name: action.name }, action.uid);
+    case "patchStatus":
+      return deps.kube.patchStatus(ref, action.status);
+    case "recordEvent":
+      return;
+  }
+}

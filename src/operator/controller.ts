@@ -1,0 +1,136 @@
+// What the leader runs: informers on ApiKeys and on keyplane's Secrets, the key store's change feed, a
+// periodic resync, all feeding one work queue whose workers reconcile.
+import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
+import type { KubeConfig, V1Secret } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import type { Context } from "../services/context.ts";
+import { API_VERSION, GROUP, KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, VERSION, type ApiKey } from "./apikey.ts";
+import { listenForKeyChanges } from "./feed.ts";
+import type { ObjectCache } from "./gather.ts";
+import { Informer, type ListPage } from "./informer.ts";
+import { apiErrorText, kubeApiFor, type ObjectRef } from "./kube-api.ts";
+import { keyStoreFor } from "./keystore.ts";
+import { WorkQueue, type BackoffOptions } from "./queue.ts";
+import { reconcile } from "./reconciler.ts";
+
+export interface ControllerOptions {
+  ctx: Context;
+  kubeConfig: KubeConfig;
+  log: Logger;
+  /** This replica, as events report it. */
+  identity: string;
+  /** Only this namespace's ApiKeys and Secrets; all namespaces when undefined. */
+  watchNamespace?: string;
+  resyncMs: number;
+  concurrency: number;
+  /** Of a key that failed, or is not Ready for a reason that may pass (ScopeNotFound, conflicts). */
+  backoff: BackoffOptions;
+  /** Of a dropped watch or a failed list. */
+  watchBackoff: BackoffOptions;
+  clock: () => Date;
+}
+
+export interface Controller {
+  /** Resolves once both informers hold a full list. */
+  readonly synced: Promise<void>;
+  /** Queues every ApiKey, as the periodic resync does. */
+  resync(): void;
+  /** Resolves once no ApiKey waits or is being reconciled. */
+  idle(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
+
+const refKey = (ref: ObjectRef) => `${ref.namespace}/${ref.name}`;
+
+function refOf(key: string): ObjectRef {
+  const slash = key.indexOf("/");
+  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
+
+/** The ApiKeys that own a Secret (normally one, as its controller). */
+function ownersOf(secret: V1Secret): ObjectRef[] {
+  return (secret.metadata?.ownerReferences ?? [])
+    .filter((ref) => ref.kind === KIND && ref.apiVersion === API_VERSION)
+    .map((ref) => ({ namespace: secret.metadata?.namespace ?? "", name: ref.name }));
+}
+
+export async function startController(o: ControllerOptions, leadership: AbortSignal): Promise<Controller> {
+  const { kubeConfig, log, watchNamespace: ns } = o;
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const objects = kubeConfig.makeApiClient(CustomObjectsApi);
+
+  let queue: WorkQueue | undefined = undefined;
+  const enqueue = (ref: ObjectRef) => queue?.add(refKey(ref));
+
+  const apiKeys = new Informer<ApiKey>({
+    name: "apikeys",
+    kubeConfig,
+    path: ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${PLURAL}` : `/apis/${GROUP}/${VERSION}/${PLURAL}`,
+    list: (page) => (ns
+      ? objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: PLURAL, ...page })
+      : objects.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, resourcePlural: PLURAL, ...page })) as Promise<ListPage<ApiKey>>,
+    onChange: (_type, apiKey) => enqueue({ namespace: apiKey.metadata.namespace ?? "", name: apiKey.metadata.name ?? "" }),
+    log,
+    backoff: o.watchBackoff,
+  });
+  // Only keyplane's Secrets: the cache must not grow with the cluster's other Secrets.
+  const secrets = new Informer<V1Secret>({
+    name: "secrets",
+    kubeConfig,
+    path: ns ? `/api/v1/namespaces/${ns}/secrets` : "/api/v1/secrets",
+    labelSelector: MANAGED_SELECTOR,
+    list: (page) => (ns ? core.listNamespacedSecret({ namespace: ns, ...page }) : core.listSecretForAllNamespaces(page)) as Promise<ListPage<V1Secret>>,
+    onChange: (_type, secret) => ownersOf(secret).forEach(enqueue),
+    log,
+    backoff: o.watchBackoff,
+  });
+  const cache: ObjectCache = {
+    apiKey: (ref) => apiKeys.get(ref.namespace, ref.name),
+    managedSecret: (ref) => secrets.get(ref.namespace, ref.name),
+    managedSecrets: (namespace) => secrets.inNamespace(namespace),
+  };
+  const deps = {
+    store: keyStoreFor(o.ctx),
+    kube: kubeApiFor(kubeConfig, o.identity),
+    cache,
+    clock: o.clock,
+    log,
+    signal: leadership,
+  };
+  const resyncAll = () => {
+    for (const apiKey of apiKeys.all()) enqueue({ namespace: apiKey.metadata.namespace ?? "", name: apiKey.metadata.name ?? "" });
+  };
+
+  const synced = Promise.all([apiKeys.start(), secrets.start()]).then(() => undefined);
+  synced.catch(() => undefined);
+  queue = new WorkQueue({
+    concurrency: o.concurrency,
+    backoff: o.backoff,
+    // No reconcile before both caches hold a full list: a missing ApiKey would read as a deleted one.
+    process: async (key) => {
+      await synced;
+      return reconcile(deps, refOf(key));
+    },
+    onError: (key, error) => {
+      if (!leadership.aborted) log.warn({ apiKey: key, error: apiErrorText(error), failures: queue?.failures(key) }, "reconcile failed; retrying after a backoff");
+    },
+  });
+  // Keys changed through REST requeue their ApiKey within moments; if changes may have been missed, all.
+  const unlisten = await listenForKeyChanges(o.ctx.db, enqueue, resyncAll);
+  const resyncTimer = setInterval(resyncAll, o.resyncMs);
+  resyncTimer.unref();
+  synced.then(() => log.info({ apiKeys: apiKeys.size, secrets: secrets.size, namespace: ns ?? "(all)" }, "operator caches synced"), () => undefined);
+
+  return {
+    synced,
+    resync: resyncAll,
+    idle: () => queue.idle(),
+    async stop() {
+      clearInterval(resyncTimer);
+      await Promise.all([apiKeys.stop(), secrets.stop(), unlisten().catch(() => undefined)]);
+      await queue.stop();
+    },
+  };
+}

@@ -1,0 +1,36 @@
+// The key store's changes, as the database announces them (LISTEN/NOTIFY, on PostgreSQL and PGlite):
+// a key changed through REST names the ApiKey that manages it, which is then reconciled at once.
+import { KEYS_CHANNEL } from "../keyplane.ts";
+import type { Database } from "../store/database.ts";
+import type { ObjectRef } from "./kube-api.ts";
+
+/** "namespace/name" (managed_by) as a reference; undefined for anything else. */
+export function parseOwner(managedBy: unknown): ObjectRef | undefined {
+  if (typeof managedBy !== "string") return undefined;
+  const slash = managedBy.indexOf("/");
+  if (slash <= 0 || slash === managedBy.length - 1) return undefined;
+  return { namespace: managedBy.slice(0, slash), name: managedBy.slice(slash + 1) };
+}
+
+function ownerInPayload(payload: string): ObjectRef | undefined {
+  try {
+    return parseOwner((JSON.parse(payload) as { managedBy?: unknown }).managedBy);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Calls `onChanged` with the ApiKey that manages each changed key, and `onMissed` whenever
+ * notifications may have been lost (the listening connection was re-established). Returns the unlisten.
+ */
+export function listenForKeyChanges(db: Database, onChanged: (owner: ObjectRef) => void, onMissed: () => void): Promise<() => Promise<void>> {
+  return db.listen(
+    KEYS_CHANNEL,
+    (payload) => {
+      const owner = ownerInPayload(payload);
+      if (owner) onChanged(owner);
+    },
+    onMissed,
+  );
+}

@@ -1,0 +1,47 @@
+// gather: reads what plan needs to know about one ApiKey: the resource, its Secret, the stored key.
+import type { V1Secret } from "@kubernetes/client-node";
+import { resolveSpec, type ApiKey } from "./apikey.ts";
+import type { KubeApi, ObjectRef } from "./kube-api.ts";
+import type { KeyStore } from "./keystore.ts";
+import { ownerOf, type PlanInput } from "./plan.ts";
+import { isOwnedBy } from "./secret.ts";
+
+/** What the informers hold: the ApiKeys, and the Secrets labelled as keyplane's. */
+export interface ObjectCache {
+  apiKey(ref: ObjectRef): ApiKey | undefined;
+  managedSecret(ref: ObjectRef): V1Secret | undefined;
+  managedSecrets(namespace: string): Iterable<V1Secret>;
+}
+
+export interface GatherDeps {
+  store: KeyStore;
+  kube: KubeApi;
+  cache: ObjectCache;
+  clock: () => Date;
+}
+
+/**
+ * The input of plan for the ApiKey `ref`; undefined once it is gone. With `fresh`, the ApiKey and its
+ * Secret are read from the API server instead of the informers' caches, which may lag behind a write
+ * just made. A Secret without keyplane's label is not cached at all: it is read by name.
+ */
+export async function gather(deps: GatherDeps, ref: ObjectRef, { fresh = false } = {}): Promise<PlanInput | undefined> {
+  const apiKey = fresh ? await deps.kube.readApiKey(ref) : deps.cache.apiKey(ref);
+  if (!apiKey) return undefined;
+  const spec = resolveSpec(apiKey);
+  const deleting = Boolean(apiKey.metadata.deletionTimestamp);
+  const uid = apiKey.metadata.uid;
+
+  const [managedKeys, scope, secret] = await Promise.all([
+    deps.store.listManaged(ownerOf(apiKey)),
+    spec.ok && !deleting ? deps.store.resolveScope(spec.spec) : undefined,
+    spec.ok ? readSecret(deps, { namespace: ref.namespace, name: spec.spec.secret.name }, fresh) : undefined,
+  ]);
+  const key = spec.ok && scope?.found ? await deps.store.findKey(scope.scope, spec.spec.keyName) : undefined;
+  const ownedSecrets = [...deps.cache.managedSecrets(ref.namespace)].filter((s) => isOwnedBy(s, uid));
+  return { apiKey, spec, scope, key, managedKeys, secret, ownedSecrets, now: deps.clock() };
+}
+
+async function readSecret(deps: GatherDeps, ref: ObjectRef, fresh: boolean): Promise<V1Secret | undefined> {
+  return (fresh ? undefined : deps.cache.managedSecret(ref)) ?? deps.kube.readSecret(ref);
+}

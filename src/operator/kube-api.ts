@@ -1,0 +1,115 @@
+// The operator's port onto the Kubernetes API: the few reads and writes gather and apply make.
+import { randomBytes } from "node:crypto";
+import { ApiException, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import type { CoreV1Event, KubeConfig, V1Secret } from "@kubernetes/client-node";
+import type { EventSpec } from "./actions.ts";
+import { GROUP, PLURAL, VERSION, type ApiKey, type ApiKeyStatus } from "./apikey.ts";
+
+export interface ObjectRef {
+  namespace: string;
+  name: string;
+}
+
+export interface KubeApi {
+  readApiKey(ref: ObjectRef): Promise<ApiKey | undefined>;
+  /** Sets the finalizers, guarded by the resourceVersion it was read at; returns the ApiKey as it now is. */
+  patchFinalizers(apiKey: ApiKey, finalizers: string[]): Promise<ApiKey | undefined>;
+  /** Writes the status through the status subresource (a merge patch: absent fields are removed). */
+  patchStatus(ref: ObjectRef, status: ApiKeyStatus): Promise<void>;
+  readSecret(ref: ObjectRef): Promise<V1Secret | undefined>;
+  createSecret(secret: V1Secret): Promise<void>;
+  replaceSecret(secret: V1Secret): Promise<void>;
+  /** Deletes the Secret of this uid; a Secret already gone, or replaced by another of the name, is left be. */
+  deleteSecret(ref: ObjectRef, uid: string): Promise<void>;
+  recordEvent(apiKey: ApiKey, event: EventSpec, now: Date): Promise<void>;
+}
+
+/** The HTTP status of a failed API call; undefined for errors that did not come from the API server. */
+export function apiStatusCode(error: unknown): number | undefined {
+  if (error instanceof ApiException) return error.code;
+  const code = (error as { statusCode?: unknown } | null)?.statusCode;
+  return typeof code === "number" ? code : undefined;
+}
+
+/** A short text of a failed API call, for logs and the status: the server's own message when it sent one. */
+export function apiErrorText(error: unknown): string {
+  if (!(error instanceof ApiException)) return error instanceof Error ? error.message : String(error);
+  let body: unknown = error.body;
+  if (typeof body === "string") {
+    try {
+      body = JSON.parse(body);
+    } catch {
+      // not JSON: keep the text
+    }
+  }
+  const message = (body as { message?: unknown } | null)?.message;
+  return `${error.code}${typeof message === "string" ? ` ${message}` : typeof body === "string" && body ? ` ${body.slice(0, 200)}` : ""}`;
+}
+
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+async function orUndefined<T>(call: Promise<T>): Promise<T | undefined> {
+  try {
+    return await call;
+  } catch (error) {
+    if (apiStatusCode(error) === 404) return undefined;
+    throw error;
+  }
+}
+
+export function kubeApiFor(kubeConfig: KubeConfig, reportingInstance: string): KubeApi {
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const objects = kubeConfig.makeApiClient(CustomObjectsApi);
+  const crd = { group: GROUP, version: VERSION, plural: PLURAL };
+  return {
+    readApiKey: (ref) => orUndefined(objects.getNamespacedCustomObject({ ...crd, ...ref }) as Promise<ApiKey>),
+    patchFinalizers: (apiKey, finalizers) =>
+      orUndefined(objects.patchNamespacedCustomObject({
+        ...crd,
+        namespace: apiKey.metadata.namespace ?? "",
+        name: apiKey.metadata.name ?? "",
+        // Only metadata: the spec is the user's and is never written. A finalizer list is replaced whole
+        // by a merge patch, so the resourceVersion makes it fail (409) rather than drop another's.
+        body: { metadata: { finalizers, resourceVersion: apiKey.metadata.resourceVersion } },
+      }, mergePatch) as Promise<ApiKey>),
+    async patchStatus(ref, status) {
+      const body = { status: { ...status, key: status.key ?? null, secretName: status.secretName ?? null } };
+      await objects.patchNamespacedCustomObjectStatus({ ...crd, ...ref, body }, mergePatch);
+    },
+    readSecret: (ref) => orUndefined(core.readNamespacedSecret(ref)),
+    async createSecret(secret) {
+      await core.createNamespacedSecret({ namespace: secret.metadata?.namespace ?? "", body: secret });
+    },
+    async replaceSecret(secret) {
+      await core.replaceNamespacedSecret({ namespace: secret.metadata?.namespace ?? "", name: secret.metadata?.name ?? "", body: secret });
+    },
+    async deleteSecret(ref, uid) {
+      try {
+        await core.deleteNamespacedSecret({ ...ref, body: { preconditions: { uid } } });
+      } catch (error) {
+        // 404: gone already. 409: the uid precondition failed, unless the Secret is still the same one.
+        const code = apiStatusCode(error);
+        if (code === 404) return;
+        if (code === 409 && (await orUndefined(core.readNamespacedSecret(ref)))?.metadata?.uid !== uid) return;
+        throw error;
+      }
+    },
+    async recordEvent(apiKey, event, now) {
+      const { name = "", namespace = "", uid, resourceVersion } = apiKey.metadata;
+      const body: CoreV1Event = {
+        metadata: { name: `${name}.${randomBytes(8).toString("hex")}`, namespace },
+        involvedObject: { apiVersion: apiKey.apiVersion, kind: apiKey.kind, name, namespace, uid, resourceVersion },
+        type: event.type,
+        reason: event.reason,
+        message: event.message,
+        source: { component: "keyplane" },
+        reportingComponent: "keyplane.dev/operator",
+        reportingInstance,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+      };
+      await core.createNamespacedEvent({ namespace, body });
+    },
+  };
+}

@@ -1,0 +1,67 @@
+// reconcile: gather -> plan -> apply for one ApiKey, until its plan settles. Level-based: it looks at
+// how things are, never at what event brought it here, so running it again is always safe.
+import { AppError } from "../domain/errors.ts";
+import { ActionFailed, apply, type ApplyDeps } from "./apply.ts";
+import type { ApiKey } from "./apikey.ts";
+import { gather, type GatherDeps } from "./gather.ts";
+import { apiStatusCode, type ObjectRef } from "./kube-api.ts";
+import { plan } from "./plan.ts";
+import type { Outcome } from "./queue.ts";
+import { readyCondition, readyConditionOf, sameJson } from "./status.ts";
+
+export type ReconcilerDeps = GatherDeps & ApplyDeps;
+
+/**
+ * Passes before giving up for a backoff: a key change, a stale read answered 409, then the final
+ * writes take three; more means something keeps moving under our feet.
+ */
+const MAX_PASSES = 5;
+
+export async function reconcile(deps: ReconcilerDeps, ref: ObjectRef): Promise<Outcome> {
+  for (let pass = 0; pass < MAX_PASSES; pass++) {
+    // After a pass that wrote something, the informers may not have caught up: read the source.
+    const input = await gather(deps, ref, { fresh: pass > 0 });
+    if (!input) return "done";
+    const { actions, next } = plan(input);
+    try {
+      await apply(deps, input.apiKey, actions);
+    } catch (error) {
+      if (error instanceof ActionFailed && isStaleRead(error.cause)) {
+        deps.log.debug({ apiKey: `${ref.namespace}/${ref.name}`, action: error.action.type }, "stale read: looking again");
+        continue;
+      }
+      if (error instanceof ActionFailed && error.action.type !== "patchStatus" && !input.apiKey.metadata.deletionTimestamp) {
+        await reportFailure(deps, input.apiKey, error);
+      }
+      throw error;
+    }
+    if (next !== "replan") return next;
+  }
+  deps.log.info({ apiKey: `${ref.namespace}/${ref.name}` }, "not settled after several passes; retrying after a backoff");
+  return "retry";
+}
+
+/** A write that lost to a concurrent one, or found its object changed: gather again and replan. */
+function isStaleRead(error: unknown): boolean {
+  if (apiStatusCode(error) === 409) return true;
+  return error instanceof AppError && (error.code === "conflict" || error.code === "not_found");
+}
+
+/** Shows the failure as Ready=False, reason Error (best effort: the API may be what fails). */
+async function reportFailure(deps: ReconcilerDeps, apiKey: ApiKey, error: ActionFailed): Promise<void> {
+  const current = apiKey.status;
+  const generation = apiKey.metadata.generation;
+  const condition = readyCondition(current, { status: "False", reason: "Error", message: error.message }, generation, deps.clock());
+  const status = { ...current, conditions: [condition] };
+  if (sameJson(status, current)) return;
+  const previous = readyConditionOf(current);
+  const ref = { namespace: apiKey.metadata.namespace ?? "", name: apiKey.metadata.name ?? "" };
+  try {
+    await deps.kube.patchStatus(ref, status);
+    if (previous?.reason !== "Error") {
+      await deps.kube.recordEvent(apiKey, { type: "Warning", reason: "ReconcileError", message: error.message }, deps.clock());
+    }
+  } catch {
+    // The error itself is logged and retried by the queue.
+  }
+}
