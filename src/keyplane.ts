@@ -1,11 +1,11 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type RequestListener, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import type express from "express";
 import type { Logger } from "pino";
 import type { Config, Secrets } from "./config.ts";
 import { createSealer } from "./domain/seal.ts";
 import { createApp } from "./http/app.ts";
+import { withSelfFastPath } from "./http/self-fast-path.ts";
 import type { Context } from "./services/context.ts";
 import { Verifier, type VerifierOptions } from "./services/verifier.ts";
 import type { Database } from "./store/database.ts";
@@ -34,7 +34,8 @@ export interface KeyplaneOptions {
 
 export interface Keyplane {
   ctx: Context;
-  app: express.Express;
+  /** The HTTP handler: the fast path of GET /keys/self in front of the express app. */
+  app: RequestListener;
   /** Stops listening for key changes (the database stays open: it belongs to the caller). */
   close(): Promise<void>;
 }
@@ -57,7 +58,10 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
     },
     () => verifier.clear(),
   );
-  const app = createApp(ctx, { adminToken: options.secrets.adminToken, runtimeHeader: options.runtimeHeader, migrations, version: VERSION });
+  const app = withSelfFastPath(
+    ctx,
+    createApp(ctx, { adminToken: options.secrets.adminToken, runtimeHeader: options.runtimeHeader, migrations, version: VERSION }),
+  );
   return { ctx, app, close: unlisten };
 }
 
@@ -77,7 +81,7 @@ export interface Listening {
   close(graceMs?: number): Promise<void>;
 }
 
-export async function listen(app: express.Express, port: number, host: string): Promise<Listening> {
+export async function listen(app: RequestListener, port: number, host: string): Promise<Listening> {
   const server = createServer(app);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {

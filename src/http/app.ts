@@ -1,6 +1,4 @@
-import { randomUUID } from "node:crypto";
 import express, { type NextFunction, type Request, type Response } from "express";
-import type { Logger } from "pino";
 import "./request.ts";
 import { unauthorized } from "../domain/errors.ts";
 import { authenticate } from "../services/authenticate.ts";
@@ -13,6 +11,7 @@ import { healthRoutes } from "./health-routes.ts";
 import { keysRoutes } from "./keys-routes.ts";
 import { openApiDocument } from "./openapi.ts";
 import { redactTokens } from "../logging.ts";
+import { logWhenAnswered, requestId } from "./request-log.ts";
 import { mount, type Route } from "./route.ts";
 
 export interface AppOptions {
@@ -30,7 +29,11 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
   app.set("etag", false);
   app.set("query parser", "simple");
 
-  app.use(requestLog(ctx.log));
+  app.use((req, res, next) => {
+    req.id = requestId(req, res);
+    logWhenAnswered(ctx.log, req, res, req.id);
+    next();
+  });
   app.use(requireJsonBody);
   app.use(express.json({ limit: BODY_LIMIT, strict: false, type: isJson }));
 
@@ -66,20 +69,4 @@ function requireJsonBody(req: Request, res: Response, next: NextFunction): void 
     return;
   }
   next();
-}
-
-/** Gives each request an id (X-Request-Id, when sane) and logs it when answered, tokens redacted. */
-function requestLog(log: Logger) {
-  return (req: Request, res: Response, next: NextFunction): void => {
-    const given = req.headers["x-request-id"];
-    req.id = typeof given === "string" && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
-    res.setHeader("X-Request-Id", req.id);
-    const startedAt = performance.now();
-    res.on("finish", () => {
-      if (!log.isLevelEnabled("info")) return;
-      const ms = Number((performance.now() - startedAt).toFixed(2));
-      log.info({ reqId: req.id, method: req.method, path: redactTokens(req.path), status: res.statusCode, ms }, "request");
-    });
-    next();
-  };
 }

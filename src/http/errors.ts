@@ -1,12 +1,15 @@
-import type { ErrorRequestHandler, Response } from "express";
+import type { ServerResponse } from "node:http";
+import type { ErrorRequestHandler } from "express";
 import type { Logger } from "pino";
 import { AppError, codeOf, statusOf, type ErrorCode } from "../domain/errors.ts";
 
-// The one error middleware: every error leaves as {"status", "error", "message"} (CONTRACT 3).
-export function sendError(res: Response, code: ErrorCode, message: string): void {
+// Every error leaves as {"status", "error", "message"} (CONTRACT 3), through these two functions.
+export function sendError(res: ServerResponse, code: ErrorCode, message: string): void {
   const status = statusOf(code);
+  const body = JSON.stringify({ status, error: code, message });
   if (status === 401) res.setHeader("WWW-Authenticate", 'Bearer realm="keyplane"');
-  res.status(status).type("application/json").send(JSON.stringify({ status, error: code, message }));
+  res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
+  res.end(body);
 }
 
 /** Errors of the database's connection, not of the statement: the service is unavailable, not broken. */
@@ -39,25 +42,28 @@ function parserError(error: { type?: string; status?: number }): [ErrorCode, str
   return undefined;
 }
 
+/** Answers any error thrown while serving a request: the caller's own, or the service's. */
+export function answerError(res: ServerResponse, error: unknown, log: Logger, reqId: string): void {
+  if (res.headersSent) {
+    log.error({ err: error, reqId }, "failed after the answer began");
+    res.destroy();
+    return;
+  }
+  if (error instanceof AppError) return sendError(res, error.code, error.message);
+  const parsed = parserError(error as { type?: string });
+  if (parsed) return sendError(res, ...parsed);
+  // Other client errors raised by express itself (a path segment that is not valid percent-encoding).
+  const status = (error as { status?: unknown }).status;
+  const code = typeof status === "number" && status >= 400 && status < 500 ? codeOf(status) : undefined;
+  if (code) return sendError(res, code, "The request could not be understood.");
+  if (isUnavailable(error)) {
+    log.warn({ err: error, reqId }, "database unavailable");
+    return sendError(res, "unavailable", "The key store is unavailable; try again shortly.");
+  }
+  log.error({ err: error, reqId }, "unexpected error");
+  sendError(res, "internal", "An unexpected error occurred.");
+}
+
 export function errorHandler(log: Logger): ErrorRequestHandler {
-  return (error, req, res, _next) => {
-    if (res.headersSent) {
-      log.error({ err: error, reqId: req.id }, "failed after the answer began");
-      res.destroy();
-      return;
-    }
-    if (error instanceof AppError) return sendError(res, error.code, error.message);
-    const parsed = parserError(error);
-    if (parsed) return sendError(res, ...parsed);
-    // Other client errors raised by express itself (a path segment that is not valid percent-encoding).
-    const status = (error as { status?: unknown }).status;
-    const code = typeof status === "number" && status >= 400 && status < 500 ? codeOf(status) : undefined;
-    if (code) return sendError(res, code, "The request could not be understood.");
-    if (isUnavailable(error)) {
-      log.warn({ err: error, reqId: req.id }, "database unavailable");
-      return sendError(res, "unavailable", "The key store is unavailable; try again shortly.");
-    }
-    log.error({ err: error, reqId: req.id }, "unexpected error");
-    sendError(res, "internal", "An unexpected error occurred.");
-  };
+  return (error, req, res, _next) => answerError(res, error, log, req.id);
 }

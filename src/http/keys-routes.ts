@@ -5,7 +5,7 @@ import type { Context } from "../services/context.ts";
 import { deleteKey, getKey, listKeys, provisionKey, updateKey } from "../services/keys.ts";
 import { resolvePathScope, type PathRefs } from "../services/path-scope.ts";
 import { sendKeyList } from "./key-list.ts";
-import { keyJson } from "./present.ts";
+import { callerKeyJson, keyJson } from "./present.ts";
 import { route, type Route } from "./route.ts";
 import { keyObject, listQuery, provisionBody, updateBody } from "./schemas.ts";
 
@@ -99,12 +99,7 @@ export function keysRoutes(ctx: Context): Route[] {
       method: "get", path, tag: "keys", auth: "key",
       summary: "The calling key",
       ok: { status: 200, description: "The calling key", schema: keyObject },
-      handle: (req, res) => {
-        // The caller's key came with authentication; its keyId is the token it presented.
-        const { key, token } = req.principal!;
-        const { sealed: _sealed, hash: _hash, ...shown } = key;
-        res.json(keyJson({ ...shown, keyId: token }));
-      },
+      handle: (req, res) => void res.json(callerKeyJson(req.principal!)),
     });
   return [
     ...spellings("/keys").flatMap((base) => [self(`${base}/self`), ...keyRoutes(ctx, base, "keys")]),

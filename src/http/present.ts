@@ -1,4 +1,5 @@
 import type { ApiKey } from "../domain/model.ts";
+import type { Principal } from "../services/authenticate.ts";
 
 // The one shape of every key response (CONTRACT 2): the full listing form, with the hyphenated ids
 // beside each embedded object. Directory objects serialise as they are; Dates become RFC 3339 UTC.
@@ -27,4 +28,10 @@ export function keyJson(key: ApiKey): Record<string, unknown> {
   if (key.subscriber) Object.assign(body, { subscriber: key.subscriber, "subscriber-id": key.subscriberId });
   if (key.user) Object.assign(body, { user: key.user, "user-id": key.userId });
   return body;
+}
+
+/** The caller's own key: it came with authentication, and its keyId is the token the caller presented. */
+export function callerKeyJson({ key, token }: Principal): Record<string, unknown> {
+  const { sealed: _sealed, hash: _hash, ...shown } = key;
+  return keyJson({ ...shown, keyId: token });
 }

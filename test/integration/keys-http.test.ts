@@ -184,6 +184,21 @@ describe.each(backends())("key paths on %s", (backend) => {
       }
     });
 
+    it("answers the same on every spelling, and other methods are 405 with Allow", async () => {
+      const plain = await root.get("/keys/self");
+      for (const path of ["/apikeys/self", "/keys/self/", "/keys/self?verbose=1"]) {
+        const res = await root.get(path);
+        expect(res.status, path).toBe(200);
+        expect(res.body, path).toEqual(plain.body);
+        expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
+        expect(res.headers["x-request-id"]).toBeTruthy();
+      }
+      const post = await root.post("/keys/self", { name: "x" });
+      expect(post.status).toBe(405);
+      expect(post.headers.allow).toBe("GET");
+      expect(post.body).toMatchObject({ status: 405, error: "method_not_allowed" });
+    });
+
     it("is refused without a valid, active key", async () => {
       for (const header of [undefined, "Basic abc", "Bearer", "Bearer XI123", `Bearer ${"XI" + "0".repeat(32)}`, `bearer ${acme.keys.customer.toLowerCase()}`]) {
         const req = header ? svc.as("").get("/keys/self").set("Authorization", header) : svc.as("").get("/keys/self").unset("Authorization");
