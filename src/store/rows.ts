@@ -22,45 +22,47 @@ const num = (row: Row, key: string) => row[key] as number;
 const numOrNull = (row: Row, key: string) => (row[key] ?? null) as number | null;
 const date = (row: Row, key: string) => row[key] as Date;
 
-function common(row: Row, a: string) {
-  return {
-    id: num(row, `${a}_id`),
-    uuid: row[`${a}_uuid`] as string,
-    active: row[`${a}_active`] as boolean,
-    createdAt: date(row, `${a}_created_at`),
-    modifiedAt: date(row, `${a}_modified_at`),
-  };
-}
+// Objects are built in the contract's field order: ids, the entity's own fields, then state and times.
+const ids = (row: Row, a: string) => ({ id: num(row, `${a}_id`), uuid: row[`${a}_uuid`] as string });
+const state = (row: Row, a: string) => ({
+  active: row[`${a}_active`] as boolean,
+  createdAt: date(row, `${a}_created_at`),
+  modifiedAt: date(row, `${a}_modified_at`),
+});
 
-export const customerFrom = (row: Row, a = "c"): Customer => ({ ...common(row, a), name: row[`${a}_name`] as string });
+export const customerFrom = (row: Row, a = "c"): Customer => ({ ...ids(row, a), name: row[`${a}_name`] as string, ...state(row, a) });
 
 export const domainFrom = (row: Row, a = "d"): Domain => ({
-  ...common(row, a),
+  ...ids(row, a),
   tenantId: num(row, `${a}_tenant_id`),
   domain: row[`${a}_domain`] as string,
+  ...state(row, a),
 });
 
 export const applicationFrom = (row: Row, a = "a"): Application => ({
-  ...common(row, a),
+  ...ids(row, a),
   tenantId: num(row, `${a}_tenant_id`),
   domainId: num(row, `${a}_domain_id`),
   name: row[`${a}_name`] as string,
   url: (row[`${a}_url`] ?? null) as string | null,
   method: row[`${a}_method`] as HttpMethod,
+  ...state(row, a),
 });
 
 export const subscriberFrom = (row: Row, a = "s"): Subscriber => ({
-  ...common(row, a),
+  ...ids(row, a),
   tenantId: num(row, `${a}_tenant_id`),
   domainId: num(row, `${a}_domain_id`),
   msisdn: row[`${a}_msisdn`] as string,
+  ...state(row, a),
 });
 
 export const userFrom = (row: Row, a = "u"): User => ({
-  ...common(row, a),
+  ...ids(row, a),
   tenantId: num(row, `${a}_tenant_id`),
   domainId: numOrNull(row, `${a}_domain_id`),
   email: row[`${a}_email`] as string,
+  ...state(row, a),
 });
 
 /** SELECT list and FROM clause of a key with its embedded directory objects. */
