@@ -6,7 +6,7 @@ import {
   applicationInsert, customerInsert, domainInsert, entityDelete, entityFind, entityList, subscriberInsert, TABLES,
   userInsert, type ApplicationInput,
 } from "../store/directory.ts";
-import { keyFindById, keyInsertUnlessExists } from "../store/keys.ts";
+import { keyInsertUnlessExists } from "../store/keys.ts";
 import type { Context } from "./context.ts";
 import { mintToken, unseal } from "./keys.ts";
 import type { ApiKey } from "../domain/model.ts";
@@ -93,12 +93,11 @@ export async function createUser(ctx: Context, customer: Customer, email: string
     ctx.db.transaction(async (tx) => {
       const user = await userInsert(tx, customer.id, domain?.id ?? null, email, now);
       const scope = { tenantId: customer.id, domainId: domain?.id ?? null, applicationId: null, subscriberId: null };
-      const keyId = await keyInsertUnlessExists(
+      const stored = await keyInsertUnlessExists(
         tx,
         { ...mintToken(ctx), name: email, active: true, type: "user", scope, userId: user.id, managedBy: null },
         now,
       );
-      const stored = keyId === undefined ? undefined : await keyFindById(tx, keyId);
       if (!stored) throw new Error("the user's key was not created");
       return { user, key: unseal(ctx, stored) };
     }),

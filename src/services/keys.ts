@@ -38,7 +38,7 @@ export interface ProvisionRequest {
  */
 export async function provisionKey(ctx: Context, scope: Scope, req: ProvisionRequest): Promise<{ key: ApiKey; created: boolean }> {
   for (let attempt = 0; attempt < 3; attempt++) {
-    const id = await keyInsertUnlessExists(
+    const inserted = await keyInsertUnlessExists(
       ctx.db,
       {
         ...mintToken(ctx),
@@ -51,9 +51,9 @@ export async function provisionKey(ctx: Context, scope: Scope, req: ProvisionReq
       },
       ctx.clock(),
     );
-    const stored = id !== undefined ? await keyFindById(ctx.db, id) : await keyFindByIdentity(ctx.db, scope, req.name);
-    // Absent only if the key was deleted between the two statements: try again.
-    if (stored) return { key: unseal(ctx, stored), created: id !== undefined };
+    const stored = inserted ?? (await keyFindByIdentity(ctx.db, scope, req.name));
+    // Absent only if the existing key was deleted between the two statements: try again.
+    if (stored) return { key: unseal(ctx, stored), created: inserted !== undefined };
   }
   throw new Error("provisioning did not settle after 3 attempts");
 }

@@ -1,7 +1,7 @@
 import type { KeyType, StoredKey } from "../domain/model.ts";
 import type { Scope } from "../domain/scope.ts";
 import type { Queryable } from "./database.ts";
-import { KEY_SELECT, storedKeyFrom } from "./rows.ts";
+import { KEY_SELECT, keySelect, storedKeyFrom } from "./rows.ts";
 
 // Queries of the api_keys table. Every read is of live keys (deleted_at IS NULL) unless it says so.
 export interface KeyInsert {
@@ -15,18 +15,23 @@ export interface KeyInsert {
   managedBy: string | null;
 }
 
-/** Inserts a key unless a live key of the same identity exists; the new id, or undefined. */
-export async function keyInsertUnlessExists(q: Queryable, k: KeyInsert, now: Date): Promise<number | undefined> {
-  const rows = await q.query<{ id: number }>(
-    `INSERT INTO api_keys (token_hash, token_sealed, name, active, type, tenant_id, domain_id, application_id,
-                           subscriber_id, user_id, managed_by, created_at, modified_at, active_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, CASE WHEN $4 THEN $12::timestamptz END)
-     ON CONFLICT DO NOTHING
-     RETURNING id`,
+/**
+ * Inserts a key unless a live key of the same identity exists; the new key with its directory objects
+ * (one round trip), or undefined.
+ */
+export async function keyInsertUnlessExists(q: Queryable, k: KeyInsert, now: Date): Promise<StoredKey | undefined> {
+  const rows = await q.query(
+    `WITH inserted AS (
+       INSERT INTO api_keys (token_hash, token_sealed, name, active, type, tenant_id, domain_id, application_id,
+                             subscriber_id, user_id, managed_by, created_at, modified_at, active_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, CASE WHEN $4 THEN $12::timestamptz END)
+       ON CONFLICT DO NOTHING
+       RETURNING *)
+     ${keySelect("inserted")}`,
     [k.hash, k.sealed, k.name, k.active, k.type, k.scope.tenantId, k.scope.domainId, k.scope.applicationId,
       k.scope.subscriberId, k.userId, k.managedBy, now],
   );
-  return rows[0]?.id;
+  return rows[0] ? storedKeyFrom(rows[0]) : undefined;
 }
 
 /** The WHERE condition selecting keys inside `scope`, with its parameters from `$first` on. */

@@ -65,19 +65,20 @@ export const userFrom = (row: Row, a = "u"): User => ({
   ...state(row, a),
 });
 
-/** SELECT list and FROM clause of a key with its embedded directory objects. */
-export const KEY_SELECT = `
+/** SELECT list and FROM clause of a key with its embedded directory objects, read from `source`. */
+export const keySelect = (source = "api_keys") => `
   SELECT k.id, k.token_hash, k.token_sealed, k.name, k.active, k.type, k.tenant_id, k.domain_id,
          k.application_id, k.subscriber_id, k.user_id, k.managed_by, k.created_at, k.modified_at,
          k.deleted_at, k.active_at,
          ${columns("customer", "c")}, ${columns("domain", "d")}, ${columns("application", "a")},
          ${columns("subscriber", "s")}, ${columns("user", "u")}
-    FROM api_keys k
+    FROM ${source} k
     JOIN customers c ON c.id = k.tenant_id
     LEFT JOIN domains d ON d.id = k.domain_id
     LEFT JOIN applications a ON a.id = k.application_id
     LEFT JOIN subscribers s ON s.id = k.subscriber_id
     LEFT JOIN users u ON u.id = k.user_id`;
+export const KEY_SELECT = keySelect();
 
 export function storedKeyFrom(row: Row): StoredKey {
   return {
