@@ -58,6 +58,8 @@ export async function entityFind<T>(
     : t.caseless ? `lower(${x}.${t.name}) = lower($1)`
     : `${x}.${t.name} = $1`;
   if (ident.kind === "name" && !t.globalNames && parentId === null) return undefined;
+  // PostgreSQL text cannot hold U+0000, so no entity is named with one: asking would be an error.
+  if (ident.kind === "name" && ident.name.includes("\u0000")) return undefined;
   const params: unknown[] = [ident.kind === "id" ? ident.id : ident.kind === "uuid" ? ident.uuid : ident.name];
   let sql = `SELECT ${columns(t.kind, x)} FROM ${t.table} ${x} WHERE ${match} AND ${x}.deleted_at IS NULL`;
   if (t.parent !== null && parentId !== null) {
