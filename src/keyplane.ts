@@ -84,6 +84,13 @@ export interface Listening {
 export async function listen(app: RequestListener, port: number, host: string): Promise<Listening> {
   const server = createServer(app);
   server.keepAliveTimeout = 65_000;
+  // Requests Node refuses before any handler runs (a request line or headers over 16 KiB, bad
+  // framing) still get the JSON error body.
+  server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
+    if (error.code === "ECONNRESET" || !socket.writable) return void socket.destroy();
+    const body = JSON.stringify({ status: 400, error: "bad_request", message: "The request could not be read (malformed, or headers over 16 KiB)." });
+    socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => resolve());

@@ -3,6 +3,7 @@ import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSealer } from "../../src/domain/seal.ts";
 import { createApp } from "../../src/http/app.ts";
+import { listen } from "../../src/keyplane.ts";
 import { Verifier } from "../../src/services/verifier.ts";
 import { loadMigrations } from "../../src/store/migrate.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
@@ -121,6 +122,21 @@ describe("logs", () => {
       expect(text).not.toMatch(/XI[0-9A-F]{32}/);
       expect(text).not.toContain(svc.adminToken);
     } finally {
+      await svc.stop();
+    }
+  });
+});
+
+describe("requests Node refuses before any handler", () => {
+  it("still get the JSON error body", async () => {
+    const svc = await startService("pglite");
+    const http = await listen(svc.app, 0, "127.0.0.1");
+    try {
+      const res = await fetch(`${http.url}/keys/${"x".repeat(20_000)}`);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ status: 400, error: "bad_request" });
+    } finally {
+      await http.close(100);
       await svc.stop();
     }
   });
