@@ -1,7 +1,7 @@
 import { PGlite, type Transaction } from "@electric-sql/pglite";
 import type { Logger } from "pino";
 import type { Database, Queryable, Row } from "./database.ts";
-import { logQuery } from "./sql-log.ts";
+import { logged } from "./sql-log.ts";
 
 /**
  * Embedded PostgreSQL: the default when no DATABASE_URL is given. `dataDir` undefined keeps the
@@ -12,17 +12,8 @@ export async function openPglite(dataDir: string | undefined, log: Logger): Prom
   const db = await PGlite.create(dataDir);
 
   const on = (target: PGlite | Transaction): Queryable => ({
-    async query<R extends Row>(text: string, params?: readonly unknown[]) {
-      const startedAt = performance.now();
-      try {
-        const result = await target.query<R>(text, params as unknown[] | undefined);
-        logQuery(log, text, startedAt);
-        return result.rows.map(normalizeRow);
-      } catch (error) {
-        logQuery(log, text, startedAt, error);
-        throw error;
-      }
-    },
+    query: <R extends Row>(text: string, params?: readonly unknown[]) =>
+      logged(log, text, async () => (await target.query<R>(text, params as unknown[] | undefined)).rows.map(normalizeRow)),
     async exec(script) {
       await target.exec(script);
     },

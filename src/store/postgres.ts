@@ -1,7 +1,7 @@
 import pg from "pg";
 import type { Logger } from "pino";
 import type { Database, Queryable, Row } from "./database.ts";
-import { logQuery } from "./sql-log.ts";
+import { logged } from "./sql-log.ts";
 
 export interface PostgresOptions {
   connectionString: string;
@@ -21,17 +21,8 @@ export function openPostgres({ connectionString, max = 10, log }: PostgresOption
   pool.on("error", (error) => log.warn({ err: error }, "idle database connection lost"));
 
   const on = (client: pg.Pool | pg.PoolClient): Queryable => ({
-    async query<R extends Row>(text: string, params?: readonly unknown[]) {
-      const startedAt = performance.now();
-      try {
-        const result = await client.query<R>(text, params as unknown[] | undefined);
-        logQuery(log, text, startedAt);
-        return result.rows;
-      } catch (error) {
-        logQuery(log, text, startedAt, error);
-        throw error;
-      }
-    },
+    query: <R extends Row>(text: string, params?: readonly unknown[]) =>
+      logged(log, text, async () => (await client.query<R>(text, params as unknown[] | undefined)).rows),
     async exec(script) {
       await client.query(script);
     },

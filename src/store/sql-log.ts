@@ -1,7 +1,19 @@
 import type { Logger } from "pino";
 
 // node-postgres's advice: one module logs every statement's text and duration, never its parameters.
-export function logQuery(log: Logger, text: string, startedAt: number, error?: unknown): void {
+export async function logged<T>(log: Logger, text: string, run: () => Promise<T>): Promise<T> {
+  const startedAt = performance.now();
+  try {
+    const result = await run();
+    logQuery(log, text, startedAt);
+    return result;
+  } catch (error) {
+    logQuery(log, text, startedAt, error);
+    throw error;
+  }
+}
+
+function logQuery(log: Logger, text: string, startedAt: number, error?: unknown): void {
   if (!log.isLevelEnabled("debug")) return;
   const ms = Number((performance.now() - startedAt).toFixed(2));
   const sql = text.replace(/\s+/g, " ").trim().slice(0, 200);
