@@ -1,5 +1,6 @@
 // What the leader runs: informers on ApiKeys and on keyplane's Secrets, the key store's change feed, a
 // periodic resync, all feeding one work queue whose workers reconcile.
+import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import type { KubeConfig, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -10,7 +11,7 @@ import type { ObjectCache } from "./gather.ts";
 import { Informer, type ListPage } from "./informer.ts";
 import { apiErrorText, kubeApiFor, type ObjectRef } from "./kube-api.ts";
 import { keyStoreFor } from "./keystore.ts";
-import { WorkQueue, type BackoffOptions } from "./queue.ts";
+import { backoffDelay, WorkQueue, type BackoffOptions } from "./queue.ts";
 import { reconcile } from "./reconciler.ts";
 
 export interface ControllerOptions {
@@ -37,7 +38,15 @@ export interface Controller {
   resync(): void;
   /** Resolves once no ApiKey waits or is being reconciled. */
   idle(): Promise<void>;
+  /** What the caches hold and the queue has: for logs, and tests of what is (not) cached. */
+  stats(): ControllerStats;
   stop(): Promise<void>;
+}
+
+export interface ControllerStats {
+  apiKeys: number;
+  secrets: number;
+  queued: number;
 }
 
 const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
@@ -56,7 +65,32 @@ function ownersOf(secret: V1Secret): ObjectRef[] {
     .map((ref) => ({ namespace: secret.metadata?.namespace ?? "", name: ref.name }));
 }
 
-export async function startController(o: ControllerOptions, leadership: AbortSignal): Promise<Controller> {
+/**
+ * Listens for key changes; while the database refuses, retries with backoff (the periodic resync still
+ * catches up meanwhile). Returns what stops listening.
+ */
+function listenUntilStopped(o: ControllerOptions, leadership: AbortSignal, onChanged: (ref: ObjectRef) => void, onMissed: () => void): () => Promise<void> {
+  let unlisten: (() => Promise<void>) | undefined;
+  const attempt = async (failures: number): Promise<void> => {
+    if (leadership.aborted) return;
+    try {
+      unlisten = await listenForKeyChanges(o.ctx.db, onChanged, onMissed);
+      if (failures > 0) onMissed();
+      if (leadership.aborted) await unlisten();
+    } catch (error) {
+      o.log.warn({ err: error, failures: failures + 1 }, "cannot listen for key changes; retrying");
+      await sleep(backoffDelay(failures + 1, o.watchBackoff), undefined, { signal: leadership }).catch(() => undefined);
+      return attempt(failures + 1);
+    }
+  };
+  const listening = attempt(0);
+  return async () => {
+    await listening;
+    await unlisten?.().catch(() => undefined);
+  };
+}
+
+export function startController(o: ControllerOptions, leadership: AbortSignal): Controller {
   const { kubeConfig, log, watchNamespace: ns } = o;
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const objects = kubeConfig.makeApiClient(CustomObjectsApi);
@@ -118,7 +152,7 @@ export async function startController(o: ControllerOptions, leadership: AbortSig
     },
   });
   // Keys changed through REST requeue their ApiKey within moments; if changes may have been missed, all.
-  const unlisten = await listenForKeyChanges(o.ctx.db, enqueue, resyncAll);
+  const unlisten = listenUntilStopped(o, leadership, enqueue, resyncAll);
   const resyncTimer = setInterval(resyncAll, o.resyncMs);
   resyncTimer.unref();
   synced.then(() => log.info({ apiKeys: apiKeys.size, secrets: secrets.size, namespace: ns ?? "(all)" }, "operator caches synced"), () => undefined);
@@ -127,9 +161,10 @@ export async function startController(o: ControllerOptions, leadership: AbortSig
     synced,
     resync: resyncAll,
     idle: () => queue.idle(),
+    stats: () => ({ apiKeys: apiKeys.size, secrets: secrets.size, queued: queue.length }),
     async stop() {
       clearInterval(resyncTimer);
-      await Promise.all([apiKeys.stop(), secrets.stop(), unlisten().catch(() => undefined)]);
+      await Promise.all([apiKeys.stop(), secrets.stop(), unlisten()]);
       await queue.stop();
     },
   };

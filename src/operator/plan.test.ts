@@ -339,6 +339,11 @@ const cases: Case[] = [
     actions: ["patchStatus"], next: "done", ready: "Provisioned",
     also: (p) => expect(p.status?.conditions?.[0]?.lastTransitionTime).toBe("2025-05-01T12:00:00Z"),
   },
+  {
+    name: "turns Ready again after a failure (reason Error) once everything is in place",
+    input: settled({ apiKey: apiKey({}, {}, notReadyStatus("Error", "createSecret failed: 500")) }),
+    actions: ["patchStatus"], next: "done", ready: "Provisioned",
+  },
   // Deletion
   {
     name: "deletes its key and its Secret, then removes the finalizer (deletionPolicy Delete)",

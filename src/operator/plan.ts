@@ -102,9 +102,10 @@ const admitting: Check<PlanInput>[] = [
     return undefined;
   },
   function waitsForScope(i) {
-    if (!i.scope || i.scope.found) return undefined;
+    if (!i.spec.ok || !i.scope || i.scope.found) return undefined;
     const { missing, ref } = i.scope;
-    return { next: "retry", ready: notReady("ScopeNotFound", `${missing} "${ref}" does not exist in keyplane${missing === "customer" ? "" : ` (within ${scopeText(i, missing)})`}`) };
+    const within = missing === "customer" ? "" : ` (within ${scopeText(i.spec.spec, missing)})`;
+    return { next: "retry", ready: notReady("ScopeNotFound", `${missing} "${ref}" does not exist in keyplane${within}`) };
   },
 ];
 
@@ -117,7 +118,7 @@ const reconciling: Check<Facts>[] = [
   },
   function refusesKeyOfAnother(f) {
     if (!f.key || f.key.managedBy === null || f.key.managedBy === f.owner) return undefined;
-    return { next: "retry", ready: notReady("KeyConflict", `key "${f.key.name}" of ${scopeText(f)} is managed by ApiKey ${f.key.managedBy}`) };
+    return { next: "retry", ready: notReady("KeyConflict", `key "${f.key.name}" of ${scopeText(f.spec)} is managed by ApiKey ${f.key.managedBy}`) };
   },
   function restoresRenamedKey(f, actions) {
     if (f.key) return undefined;
@@ -130,7 +131,7 @@ const reconciling: Check<Facts>[] = [
   function provisionsKey(f, actions) {
     if (f.key) return undefined;
     actions.push({ type: "provisionKey", scope: f.scope, name: f.spec.keyName, active: f.spec.active,
-      event: normal("ProvisionedKey", `Provisioned key "${f.spec.keyName}" for ${scopeText(f)}`) });
+      event: normal("ProvisionedKey", `Provisioned key "${f.spec.keyName}" for ${scopeText(f.spec)}`) });
     return { next: "replan" };
   },
   function adoptsKeyMadeThroughRest(f, actions) {
@@ -237,10 +238,8 @@ function secretRef(f: Facts): string {
   return `${f.apiKey.metadata.namespace}/${f.spec.secret.name}`;
 }
 
-/** "customer acme, domain sip.acme.example", up to (and without) `upTo` when given. */
-function scopeText(i: { spec: SpecResult | EffectiveSpec }, upTo?: string): string {
-  const spec = "ok" in i.spec ? (i.spec.ok ? i.spec.spec : undefined) : i.spec;
-  if (!spec) return "";
+/** "customer acme, domain sip.acme.example": the spec's scope, up to (and without) `upTo` when given. */
+function scopeText(spec: EffectiveSpec, upTo?: string): string {
   const parts: string[] = [];
   for (const field of ["customer", "domain", "application", "subscriber"] as const) {
     if (field === upTo) break;

@@ -52,7 +52,7 @@ async function reportFailure(deps: ReconcilerDeps, apiKey: ApiKey, error: Action
   const current = apiKey.status;
   const generation = apiKey.metadata.generation;
   const condition = readyCondition(current, { status: "False", reason: "Error", message: error.message }, generation, deps.clock());
-  const status = { ...current, conditions: [condition] };
+  const status = { ...current, ...(generation !== undefined ? { observedGeneration: generation } : {}), conditions: [condition] };
   if (sameJson(status, current)) return;
   const previous = readyConditionOf(current);
   const ref = { namespace: apiKey.metadata.namespace ?? "", name: apiKey.metadata.name ?? "" };

@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import type { Context } from "../services/context.ts";
 import { GROUP, PLURAL, VERSION } from "./apikey.ts";
-import { startController, type Controller } from "./controller.ts";
+import { startController, type Controller, type ControllerStats } from "./controller.ts";
 import { apiErrorText } from "./kube-api.ts";
 import { LeaderElector } from "./leader.ts";
 import type { BackoffOptions } from "./queue.ts";
@@ -49,6 +49,8 @@ export interface Operator extends RunningOperator {
   resync(): Promise<void>;
   /** Resolves once no ApiKey waits or is being reconciled (at once when not leading). */
   idle(): Promise<void>;
+  /** The leader's caches and queue; undefined when not leading. */
+  stats(): ControllerStats | undefined;
 }
 
 export const DEFAULTS = {
@@ -82,34 +84,27 @@ export function runOperator(options: OperatorOptions): Operator {
     retryPeriodMs: o.retryPeriodMs,
     log,
   });
-  let controller: Promise<Controller | undefined> | undefined;
-  let leading: { resolve: () => void; promise: Promise<void> } = deferred();
+  let controller: Controller | undefined;
+  let leading = deferred();
 
   elector.run({
     onStartedLeading(signal) {
       controller = startController({
         ctx: o.ctx, kubeConfig: o.kubeConfig, log, identity, watchNamespace: o.watchNamespace, resyncMs: o.resyncMs,
         concurrency: o.concurrency, backoff: o.backoff, watchBackoff: o.watchBackoff, clock: o.clock,
-      }, signal).then(
-        (c) => {
-          c.synced.then(() => leading.resolve(), () => undefined);
-          return c;
-        },
-        (error: unknown) => {
-          log.error({ error: apiErrorText(error) }, "could not start the controller");
-          return undefined;
-        },
-      );
+      }, signal);
+      const announce = leading;
+      controller.synced.then(() => announce.resolve(), () => undefined);
     },
     async onStoppedLeading() {
       const running = controller;
       controller = undefined;
       leading = deferred();
-      await (await running)?.stop();
+      await running?.stop();
     },
   });
 
-  const current = async () => (elector.isLeader ? await controller : undefined);
+  const current = () => (elector.isLeader ? controller : undefined);
   return {
     identity,
     get isLeader() {
@@ -117,15 +112,16 @@ export function runOperator(options: OperatorOptions): Operator {
     },
     whenLeading: () => leading.promise,
     async resync() {
-      const c = await current();
+      const c = current();
       if (!c) throw new Error("not the leader: only the leader reconciles");
       await c.synced;
       c.resync();
       await c.idle();
     },
     async idle() {
-      await (await current())?.idle();
+      await current()?.idle();
     },
+    stats: () => current()?.stats(),
     stop: () => elector.stop(),
   };
 }

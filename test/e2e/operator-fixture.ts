@@ -1,0 +1,156 @@
+// Shared by the operator's end-to-end suites: an in-process keyplane with its operator against a
+// Kubernetes API, and the few reads and writes of ApiKeys, Secrets and keys the suites make.
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import type { CoreV1Event, KubeConfig, V1Secret } from "@kubernetes/client-node";
+import { expect } from "vitest";
+import { GROUP, PLURAL, VERSION, type ApiKey, type ApiKeySpecInput } from "../../src/operator/apikey.ts";
+import { runOperator, type Operator, type OperatorOptions } from "../../src/operator/start.ts";
+import { apiStatusCode, waitFor } from "../support/kube.ts";
+import type { TestService } from "../support/service.ts";
+
+/** Timings that keep the suites quick: short backoffs and Lease. */
+export const FAST: Partial<OperatorOptions> = {
+  resyncMs: 60_000,
+  backoff: { baseMs: 200, maxMs: 2_000 },
+  watchBackoff: { baseMs: 100, maxMs: 1_000 },
+  leaseDurationMs: 3_000,
+  renewDeadlineMs: 2_000,
+  retryPeriodMs: 500,
+};
+
+/**
+ * An operator over `svc`'s key store, watching `namespace` only (so that suites sharing a cluster
+ * through KEYPLANE_E2E_KUBECONFIG do not reconcile each other's ApiKeys), its Lease there too.
+ */
+export async function startTestOperator(svc: TestService, kubeConfig: KubeConfig, namespace: string, options: Partial<OperatorOptions> = {}): Promise<Operator> {
+  const operator = runOperator({
+    ctx: svc.ctx,
+    kubeConfig,
+    log: svc.log.child({ component: "operator" }),
+    leaseNamespace: namespace,
+    watchNamespace: namespace,
+    ...FAST,
+    ...options,
+  });
+  await waitFor(() => operator.whenLeading().then(() => true), { timeoutMs: 20_000, what: "the operator to lead" });
+  return operator;
+}
+
+export class Cluster {
+  readonly core: CoreV1Api;
+  readonly objects: CustomObjectsApi;
+  readonly namespace: string;
+
+  constructor(kubeConfig: KubeConfig, namespace: string) {
+    this.core = kubeConfig.makeApiClient(CoreV1Api);
+    this.objects = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.namespace = namespace;
+  }
+
+  #crd() {
+    return { group: GROUP, version: VERSION, plural: PLURAL, namespace: this.namespace };
+  }
+
+  async createApiKey(name: string, spec: ApiKeySpecInput): Promise<ApiKey> {
+    const body = { apiVersion: `${GROUP}/${VERSION}`, kind: "ApiKey", metadata: { name }, spec };
+    return (await this.objects.createNamespacedCustomObject({ ...this.#crd(), body })) as ApiKey;
+  }
+
+  async readApiKey(name: string): Promise<ApiKey | undefined> {
+    try {
+      return (await this.objects.getNamespacedCustomObject({ ...this.#crd(), name })) as ApiKey;
+    } catch (error) {
+      if (apiStatusCode(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  /** A merge patch of the spec, as a person (or a GitOps tool) would apply it. */
+  async patchSpec(name: string, spec: Partial<ApiKeySpecInput>): Promise<void> {
+    await this.objects.patchNamespacedCustomObject({ ...this.#crd(), name, body: { spec } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+  }
+
+  async deleteApiKey(name: string): Promise<void> {
+    await this.objects.deleteNamespacedCustomObject({ ...this.#crd(), name });
+  }
+
+  async readSecret(name: string): Promise<V1Secret | undefined> {
+    try {
+      return await this.core.readNamespacedSecret({ namespace: this.namespace, name });
+    } catch (error) {
+      if (apiStatusCode(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  /** The keyId in a Secret, decoded. */
+  async token(secretName: string, key = "apiKey"): Promise<string | undefined> {
+    const data = (await this.readSecret(secretName))?.data?.[key];
+    return data === undefined ? undefined : Buffer.from(data, "base64").toString("utf8");
+  }
+
+  async events(apiKeyName: string): Promise<CoreV1Event[]> {
+    const list = await this.core.listNamespacedEvent({ namespace: this.namespace, fieldSelector: `involvedObject.name=${apiKeyName}` });
+    return list.items.filter((e) => e.involvedObject.kind === "ApiKey");
+  }
+
+  /** The ApiKey once its Ready condition has `reason` for its current generation. */
+  async waitFor(name: string, reason: string, timeoutMs = 20_000): Promise<ApiKey> {
+    return waitFor(async () => {
+      const apiKey = await this.readApiKey(name);
+      const ready = apiKey?.status?.conditions?.find((c) => c.type === "Ready");
+      return apiKey && ready?.reason === reason && apiKey.status?.observedGeneration === apiKey.metadata.generation && apiKey;
+    }, { timeoutMs, intervalMs: 100, what: `ApiKey ${this.namespace}/${name} to be ${reason}` });
+  }
+
+  waitReady(name: string, timeoutMs?: number): Promise<ApiKey> {
+    return this.waitFor(name, "Provisioned", timeoutMs);
+  }
+
+  async waitGone(name: string, timeoutMs = 20_000): Promise<void> {
+    await waitFor(async () => (await this.readApiKey(name)) === undefined, { timeoutMs, what: `ApiKey ${this.namespace}/${name} to be gone` });
+  }
+}
+
+/** What GET /keys/self answers to `token`: 200 with the key, or 401. */
+export async function whoAmI(svc: TestService, token: string | undefined): Promise<{ status: number; body: { id?: number; name?: string } }> {
+  const res = await svc.as(token ?? "none").get("/keys/self");
+  return { status: res.status, body: res.body as { id?: number; name?: string } };
+}
+
+/** Creates a customer, and a domain of it when given, through the admin API. */
+export async function createCustomer(svc: TestService, name: string, domain?: string): Promise<void> {
+  const customer = await svc.admin.post("/admin/customers", { name });
+  expect(customer.status, JSON.stringify(customer.body)).toBe(201);
+  if (domain) {
+    const res = await svc.admin.post(`/admin/customers/${name}/domains`, { domain });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+  }
+}
+
+/** The live keys named `name` of a customer, whatever their scope, straight from the database. */
+export async function liveKeys(svc: TestService, customer: string, name: string): Promise<Array<{ id: number; managed_by: string | null; active: boolean }>> {
+  return svc.ctx.db.query(
+    `SELECT k.id, k.managed_by, k.active FROM api_keys k JOIN customers c ON c.id = k.tenant_id
+      WHERE lower(c.name) = lower($1) AND k.name = $2 AND k.deleted_at IS NULL ORDER BY k.id`,
+    [customer, name],
+  );
+}
+
+/** Every key named `name` of a customer ever made, deleted ones included. */
+export async function keysEverMade(svc: TestService, customer: string, name: string): Promise<number> {
+  const rows = await svc.ctx.db.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM api_keys k JOIN customers c ON c.id = k.tenant_id WHERE lower(c.name) = lower($1) AND k.name = $2",
+    [customer, name],
+  );
+  return rows[0]?.n ?? 0;
+}
+
+/** Writes the proxy passed (create, update, patch, delete), by resource. */
+export function writesBy(counts: Record<string, Record<string, number>>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const verb of ["create", "update", "patch", "delete", "deletecollection"]) {
+    for (const [resource, n] of Object.entries(counts[verb] ?? {})) out[resource] = (out[resource] ?? 0) + n;
+  }
+  return out;
+}
