@@ -6,7 +6,7 @@ import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { CoreV1Api, loadAllYaml } from "@kubernetes/client-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { describeKube, kubeTarget, useKube } from "../support/envtest.ts";
+import { describeKube, kubeTarget, useKube } from "../support/kube-suite.ts";
 import { apiStatusCode, createTestNamespace, deleteTestNamespace } from "../support/kube.ts";
 
 const repo = fileURLToPath(new URL("../../", import.meta.url));

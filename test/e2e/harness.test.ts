@@ -9,7 +9,8 @@ import { fileURLToPath } from "node:url";
 import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, Watch } from "@kubernetes/client-node";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { describeKube, kubeTarget, startControlPlane, useKube } from "../support/envtest.ts";
+import { startControlPlane } from "../support/envtest.ts";
+import { describeKube, kubeTarget, useKube } from "../support/kube-suite.ts";
 import { describeRequest, FaultProxy } from "../support/fault-proxy.ts";
 import { apiStatus, apiStatusCode, createTestNamespace, deleteTestNamespace, installCrds, readCrds, uniqueName, waitFor } from "../support/kube.ts";
 

@@ -12,7 +12,7 @@ import { CoordinationV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import { DEFAULTS } from "../../src/operator/start.ts";
 import { createPostgresDatabase } from "../support/databases.ts";
-import { describeKube, useKube } from "../support/envtest.ts";
+import { describeKube, useKube } from "../support/kube-suite.ts";
 import { createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
 import { Cluster } from "./operator-fixture.ts";
 

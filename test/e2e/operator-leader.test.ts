@@ -5,7 +5,7 @@ import { CoordinationV1Api, V1MicroTime, type KubeConfig } from "@kubernetes/cli
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { LeaderElector, type LeaderElectionOptions } from "../../src/operator/leader.ts";
 import { createLogger } from "../../src/logging.ts";
-import { describeKube, useKube } from "../support/envtest.ts";
+import { describeKube, useKube } from "../support/kube-suite.ts";
 import { FaultProxy } from "../support/fault-proxy.ts";
 import { createTestNamespace, deleteTestNamespace, uniqueName, waitFor } from "../support/kube.ts";
 

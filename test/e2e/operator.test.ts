@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MANAGED_BY_LABEL, type ApiKey } from "../../src/operator/apikey.ts";
 import type { Operator } from "../../src/operator/start.ts";
-import { describeKube, useKube } from "../support/envtest.ts";
+import { describeKube, useKube } from "../support/kube-suite.ts";
 import { apiStatusCode, createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { Cluster, createCustomer, liveKeys, startTestOperator, whoAmI } from "./operator-fixture.ts";

@@ -4,7 +4,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { Operator } from "../../src/operator/start.ts";
-import { describeKube, useKube } from "../support/envtest.ts";
+import { describeKube, useKube } from "../support/kube-suite.ts";
 import { FaultProxy } from "../support/fault-proxy.ts";
 import { createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
 import { startService, type TestService } from "../support/service.ts";

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { GROUP, MANAGED_BY_LABEL, PLURAL, VERSION, type ApiKey } from "../../src/operator/apikey.ts";
 import type { Operator } from "../../src/operator/start.ts";
-import { describeKube, useKube } from "../support/envtest.ts";
+import { describeKube, useKube } from "../support/kube-suite.ts";
 import { FaultProxy } from "../support/fault-proxy.ts";
 import { createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
 import { startService, type TestService } from "../support/service.ts";

@@ -6,7 +6,7 @@ import { execFile, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { generateKeyPair, randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { accessSync, closeSync, constants, existsSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, closeSync, constants, openSync, rmSync, writeFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import https from "node:https";
 import net from "node:net";
@@ -16,82 +16,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, it } from "vitest";
 import { installCrds, waitFor } from "./kube.ts";
 
-const binaries = ["etcd", "kube-apiserver", "kube-controller-manager"] as const;
-const defaultCrdDir = fileURLToPath(new URL("../../crds/", import.meta.url));
+export const defaultCrdDir = fileURLToPath(new URL("../../crds/", import.meta.url));
 const run = promisify(execFile);
 
 /** The folder holding etcd, kube-apiserver and kube-controller-manager, from KEYPLANE_ENVTEST_ASSETS. */
 export function envtestAssets(): string | undefined {
   return process.env.KEYPLANE_ENVTEST_ASSETS || undefined;
-}
-
-/** Where Kubernetes suites run, decided from the environment. */
-export type KubeTarget =
-  | { kind: "existing"; kubeconfigPath: string }
-  | { kind: "envtest"; assets: string }
-  | { kind: "unavailable"; reason: string; fail: boolean };
-
-/**
- * KEYPLANE_E2E_KUBECONFIG wins (an existing cluster); else KEYPLANE_ENVTEST_ASSETS (a control plane per
- * suite). With neither, suites are skipped, but fail under CI=true. A variable that is set but points
- * at nothing usable always fails: someone asked for a cluster and would not notice a skip.
- */
-export function kubeTarget(env: NodeJS.ProcessEnv = process.env): KubeTarget {
-  const kubeconfigPath = env.KEYPLANE_E2E_KUBECONFIG;
-  if (kubeconfigPath) {
-    if (existsSync(kubeconfigPath)) return { kind: "existing", kubeconfigPath };
-    return { kind: "unavailable", reason: `KEYPLANE_E2E_KUBECONFIG=${kubeconfigPath}: no such file`, fail: true };
-  }
-  const assets = env.KEYPLANE_ENVTEST_ASSETS;
-  if (!assets) {
-    return {
-      kind: "unavailable",
-      fail: env.CI === "true",
-      reason: "KEYPLANE_ENVTEST_ASSETS not set: run ../shared/tools/envtest/ensure-assets.sh and export " +
-        "KEYPLANE_ENVTEST_ASSETS=<the folder it prints> (or KEYPLANE_E2E_KUBECONFIG=<kubeconfig of a cluster>)",
-    };
-  }
-  const missing = binaries.filter((b) => !isExecutable(join(assets, b)));
-  if (missing.length > 0) {
-    return {
-      kind: "unavailable",
-      fail: true,
-      reason: `KEYPLANE_ENVTEST_ASSETS=${assets} lacks ${missing.join(", ")}: run ../shared/tools/envtest/ensure-assets.sh`,
-    };
-  }
-  return { kind: "envtest", assets };
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * `describe` for suites that need a Kubernetes API: skipped, with the reason printed, when there is
- * none; failing instead when CI=true or a variable points at nothing.
- */
-export function describeKube(name: string, body: () => void): void {
-  const target = kubeTarget();
-  if (target.kind !== "unavailable") {
-    describe(name, body);
-  } else if (target.fail) {
-    describe(name, () => {
-      it("has a Kubernetes API to test against", () => {
-        throw new Error(target.reason);
-      });
-    });
-  } else {
-    console.warn(`skipping "${name}": ${target.reason}`);
-    describe.skip(`${name} (skipped: ${target.reason})`, body);
-  }
 }
 
 /** A Kubernetes API for tests: a control plane of its own, or an existing cluster. */
@@ -121,45 +53,6 @@ export interface ControlPlaneOptions {
   withControllerManager?: boolean;
   /** CRD YAML to install and wait for; default the repository's crds/ folder. */
   crdDir?: string;
-}
-
-/**
- * The cluster kubeTarget() names: for "envtest" a new control plane, for "existing" the cluster of
- * KEYPLANE_E2E_KUBECONFIG with the CRDs of `crdDir` created or replaced. Throws when there is none.
- */
-export async function connectKube(opts: ControlPlaneOptions = {}): Promise<TestCluster> {
-  const target = kubeTarget();
-  if (target.kind === "unavailable") throw new Error(target.reason);
-  if (target.kind === "envtest") return startControlPlane(opts);
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromFile(target.kubeconfigPath);
-  await installCrds(kubeConfig, opts.crdDir ?? defaultCrdDir);
-  return {
-    kubeconfigPath: target.kubeconfigPath,
-    kubeConfig,
-    server: kubeConfig.getCurrentCluster()?.server ?? "",
-    token: kubeConfig.getCurrentUser()?.token,
-    existing: true,
-    stop: async () => {},
-  };
-}
-
-/**
- * Registers beforeAll/afterAll hooks in the enclosing describe that connect to the cluster (see
- * connectKube) and stop it, and returns a getter for it, valid inside tests.
- */
-export function useKube(opts: ControlPlaneOptions = {}): () => TestCluster {
-  let cluster: TestCluster | undefined;
-  beforeAll(async () => {
-    cluster = await connectKube(opts);
-  }, 60_000);
-  afterAll(async () => {
-    await cluster?.stop();
-  }, 30_000);
-  return () => {
-    if (!cluster) throw new Error("the Kubernetes cluster is not up: did beforeAll fail?");
-    return cluster;
-  };
 }
 
 interface Running {
