@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { get } from "node:http";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
@@ -31,8 +31,14 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Every child still running: none may outlive the benchmark, however it ends. */
+const running = new Set<ChildProcess>();
+process.once("exit", () => running.forEach((child) => child.kill("SIGKILL")));
+
 function start(name: string, args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; output: () => string } {
   const child = spawn(process.execPath, args, { cwd: REPO, env, stdio: ["ignore", "pipe", "pipe"] });
+  running.add(child);
+  child.once("exit", () => running.delete(child));
   let output = "";
   const keep = (chunk: Buffer) => {
     output = (output + chunk.toString("utf8")).slice(-20_000);
@@ -93,8 +99,8 @@ export async function startKeyplane(name: string, env: KeyplaneEnv, nodeArgs: st
 }
 
 /** The baseline: node:http answering `body` (JSON) to every request. */
-export async function startBare(body: string): Promise<Server> {
-  const { child, output } = start("bare", ["bench/bare-server.ts"], { ...process.env, BENCH_BARE_BODY: body });
+export async function startBare(body: string, nodeArgs: string[] = []): Promise<Server> {
+  const { child, output } = start("bare", [...nodeArgs, "bench/bare-server.ts"], { ...process.env, BENCH_BARE_BODY: body });
   let url = "";
   child.stdout!.on("data", (chunk: Buffer) => {
     const match = /listening (http:\/\/\S+)/.exec(chunk.toString("utf8"));
@@ -140,3 +146,91 @@ export function resetPeak(pid: number): boolean {
     return false;
   }
 }
+
+// CPU accounting, from /proc: who used the machine's cores during a load run. The machine is shared,
+// so "others" (everything but keyplane, the baseline, the bench database's PostgreSQL backends and this
+// process) tells how much the figures were disturbed.
+const TICK = 100; // USER_HZ: clock ticks per second in /proc on Linux
+
+function ticksOf(statLine: string): number {
+  const fields = statLine.slice(statLine.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]); // utime + stime
+}
+
+function processSeconds(pid: number): number {
+  try {
+    return ticksOf(readFileSync(`/proc/${pid}/stat`, "utf8")) / TICK;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds of each PostgreSQL backend serving `database` (its process title names it), by pid. */
+function backendSeconds(database: string): Map<number, number> {
+  const seconds = new Map<number, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      if (cmdline.startsWith("postgres: ") && cmdline.includes(` ${database} `)) seconds.set(Number(entry), processSeconds(Number(entry)));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return seconds;
+}
+
+/** CPU used by the backends alive at the end since `start` (a backend that ended meanwhile is not counted). */
+function backendSecondsSince(database: string, start: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, seconds] of backendSeconds(database)) total += seconds - (start.get(pid) ?? 0);
+  return total;
+}
+
+function machineSeconds(): { busy: number; total: number } {
+  try {
+    const line = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const total = line.slice(0, 8).reduce((a, b) => a + b, 0);
+    return { busy: (total - line[3]! - line[4]!) / TICK, total: total / TICK };
+  } catch {
+    return { busy: NaN, total: NaN };
+  }
+}
+
+export interface CpuUse {
+  /** Wall-clock seconds, and the CPU seconds each party used meanwhile. */
+  seconds: number;
+  servers: Record<string, number>;
+  postgres: number;
+  loadGenerator: number;
+  others: number;
+  /** Share of the machine's cores busy, 0..1. */
+  machineBusy: number;
+}
+
+export function cpuMeter(servers: Record<string, number>, database: string): () => CpuUse {
+  const startedAt = performance.now();
+  const serverStart = Object.fromEntries(Object.entries(servers).map(([name, pid]) => [name, processSeconds(pid)]));
+  const postgresStart = backendSeconds(database);
+  const selfStart = process.cpuUsage();
+  const machineStart = machineSeconds();
+  return () => {
+    const self = process.cpuUsage(selfStart);
+    const machine = machineSeconds();
+    const used = Object.fromEntries(Object.entries(servers).map(([name, pid]) => [name, round2(processSeconds(pid) - serverStart[name]!)]));
+    const postgres = round2(backendSecondsSince(database, postgresStart));
+    const loadGenerator = round2((self.user + self.system) / 1e6);
+    const busy = machine.busy - machineStart.busy;
+    const ours = Object.values(used).reduce((a, b) => a + b, 0) + postgres + loadGenerator;
+    return {
+      seconds: round2((performance.now() - startedAt) / 1000),
+      servers: used,
+      postgres,
+      loadGenerator,
+      others: round2(Math.max(0, busy - ours)),
+      machineBusy: round2(busy / (machine.total - machineStart.total)),
+    };
+  };
+}
+
+const round2 = (n: number) => Math.round(n * 100) / 100;

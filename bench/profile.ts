@@ -15,6 +15,8 @@ interface CallFrame {
 
 interface CpuProfile {
   nodes: { id: number; callFrame: CallFrame }[];
+  /** Microseconds on the monotonic clock (CLOCK_MONOTONIC), as process.hrtime() in any process. */
+  startTime: number;
   samples: number[];
   timeDeltas: number[];
 }
@@ -44,15 +46,19 @@ function areaOf(frame: CallFrame): string {
 
 const IDLE = new Set(["(idle)", "(program)"]);
 
-export function summarizeProfile(file: string, topN = 15): ProfileSummary {
+/** Summarizes the samples of `file`, or only those taken within `window` (monotonic microseconds). */
+export function summarizeProfile(file: string, topN = 15, window?: { fromUs: number; toUs: number }): ProfileSummary {
   const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
   const frames = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
   const byFrame = new Map<string, number>();
   const byArea = new Map<string, number>();
   let total = 0;
   let idle = 0;
+  let at = profile.startTime;
   profile.samples.forEach((id, i) => {
     const us = profile.timeDeltas[i] ?? 0;
+    at += us;
+    if (window && (at < window.fromUs || at > window.toUs)) return;
     const frame = frames.get(id)!;
     total += us;
     if (IDLE.has(frame.functionName)) idle += us;
@@ -72,8 +78,9 @@ export function summarizeProfile(file: string, topN = 15): ProfileSummary {
       .slice(0, topN)
       .map(([frame, us]) => ({ frame, selfMs: ms(us), share: pct(us, total), busyShare: pct(us, busy) })),
     areas: [...byArea]
-      .filter(([area]) => !IDLE.has(area))
+      .filter(([area, us]) => !IDLE.has(area) && us >= busy / 1000)
       .sort((a, b) => b[1] - a[1])
+      .slice(0, topN)
       .map(([area, us]) => ({ area, selfMs: ms(us), busyShare: pct(us, busy) })),
   };
 }

@@ -83,9 +83,10 @@ export function formatNumber(value: number): string {
 
 export function markdownTable(all: Record<string, Figure>): string {
   const rows = Object.values(all).map((f) => {
-    const measured = `${formatNumber(f.value)}${f.unit ? " " + f.unit : ""}${f.detail ? ` (${f.detail})` : ""}`;
+    const ran = Number.isFinite(f.value);
+    const measured = ran ? `${formatNumber(f.value)}${f.unit ? " " + f.unit : ""}${f.detail ? ` (${f.detail})` : ""}` : "not run";
     const target = f.target ? `${f.target}${f.unit && f.unit !== "×" ? " " + f.unit : ""}` : "—";
-    const met = f.met === null ? "" : f.met ? "yes" : "**no**";
+    const met = f.met === null || !ran ? "" : f.met ? "yes" : "**no**";
     return `| ${f.label} | ${measured} | ${target} | ${met} |`;
   });
   return ["| figure | measured | target | met |", "|---|---|---|---|", ...rows].join("\n");

@@ -2,14 +2,14 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { get } from "node:http";
-import { tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type autocannon from "autocannon";
 import { createBenchDatabase, DEFAULT_DATABASE_URL, type BenchDatabase } from "./database.ts";
 import { client, expectStatus, type Client } from "./http.ts";
 import { load, percentile, summarize, type LoadResult } from "./load.ts";
-import { memoryOf, REPO, resetPeak, sleep, startBare, startKeyplane, type KeyplaneEnv, type Server } from "./processes.ts";
+import { cpuMeter, memoryOf, REPO, resetPeak, sleep, startBare, startKeyplane, type CpuUse, type KeyplaneEnv, type Server } from "./processes.ts";
 import { profileText, summarizeProfile, type ProfileSummary } from "./profile.ts";
 import { FIGURES, figures, machine, markdownTable, versions, type FigureKey } from "./report.ts";
 
@@ -79,7 +79,23 @@ env: DATABASE_URL (a PostgreSQL server; default ${DEFAULT_DATABASE_URL}), BENCH_
 }
 
 const say = (text: string) => process.stderr.write(`[bench] ${text}\n`);
+
+/** CPU used by each party during each measured run, by run. */
+const cpu: Record<string, CpuUse> = {};
+/** When each measured run ran, on the monotonic clock V8's CPU profiles use (microseconds), and on which servers. */
+const windows: { name: string; servers: Server[]; fromUs: number; toUs: number }[] = [];
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
+
+async function metered<T>(name: string, servers: Server[], db: BenchDatabase, run: () => Promise<T>): Promise<T> {
+  const stop = cpuMeter(Object.fromEntries(servers.map((server) => [server.name, server.pid])), db.name);
+  const fromUs = monotonicUs();
+  const result = await run();
+  windows.push({ name, servers, fromUs, toUs: monotonicUs() });
+  cpu[name] = stop();
+  return result;
+}
 const round = (n: number, digits = 2) => Number(n.toFixed(digits));
+const roundAll = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, typeof v === "number" ? round(v, 3) : v])) as T;
 
 /** Things that make a figure meaningless (wrong answers, errors): the run fails on them, unlike on a missed target. */
 const problems: string[] = [];
@@ -132,19 +148,19 @@ const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 // ---------------------------------------------------------------------------------------------
 // GET /keys/self against the bare baseline: bare, keyplane, bare again, same settings.
 
-async function selfPhase(s: Settings, a: Server, fixture: Fixture, body: string, values: Values, details: Details) {
+async function selfPhase(s: Settings, a: Server, db: BenchDatabase, fixture: Fixture, body: string, values: Values, details: Details, nodeArgs: string[]) {
   const requests: autocannon.Request[] = [{ method: "GET", path: "/keys/self", headers: { authorization: `Bearer ${fixture.token}` } }];
-  const bare = await startBare(body);
+  const bare = await startBare(body, nodeArgs);
   try {
     say(`warm-up: ${s.warmupSeconds} s each on bare node:http and keyplane`);
     await load({ url: bare.url, connections: s.connections, duration: s.warmupSeconds, requests });
     await load({ url: a.url, connections: s.connections, duration: s.warmupSeconds, requests });
     say(`bare node:http, ${s.connections} connections, ${s.seconds} s`);
-    const bareBefore = await load({ url: bare.url, connections: s.connections, duration: s.seconds, requests });
+    const bareBefore = await metered("bare node:http", [bare], db, () => load({ url: bare.url, connections: s.connections, duration: s.seconds, requests }));
     say(`keyplane GET /keys/self, ${s.connections} connections, ${s.seconds} s`);
-    const self = await load({ url: a.url, connections: s.connections, duration: s.seconds, requests });
+    const self = await metered("GET /keys/self", [a], db, () => load({ url: a.url, connections: s.connections, duration: s.seconds, requests }));
     say(`bare node:http again, ${s.seconds} s`);
-    const bareAfter = await load({ url: bare.url, connections: s.connections, duration: s.seconds, requests });
+    const bareAfter = await metered("bare node:http, again", [bare], db, () => load({ url: bare.url, connections: s.connections, duration: s.seconds, requests }));
     expectAnswers("bare", bareBefore, ["200"]);
     expectAnswers("bare", bareAfter, ["200"]);
     expectAnswers("GET /keys/self", self, ["200"]);
@@ -154,9 +170,24 @@ async function selfPhase(s: Settings, a: Server, fixture: Fixture, body: string,
     values.selfVsBare = round(self.requestsPerSecond / bareRps, 3);
     values.selfP50Ms = round(self.latency.p50, 3);
     values.selfP99Ms = round(self.latency.p99, 3);
-    details.selfVsBare = `${fmt(self.requestsPerSecond)} vs ${fmt(bareRps)} req/s`;
     details.bareRequestsPerSecond = `mean of ${fmt(bareBefore.requestsPerSecond)} before and ${fmt(bareAfter.requestsPerSecond)} after; p50 ${round((bareBefore.latency.p50 + bareAfter.latency.p50) / 2)} ms, p99 ${round((bareBefore.latency.p99 + bareAfter.latency.p99) / 2)} ms`;
-    return { bodyBytes: Buffer.byteLength(body), bareBefore: brief(bareBefore), self: brief(self), bareAfter: brief(bareAfter), selfRequestsPerSecond: self.requestsPerSecond };
+    // CPU per request of each server: less disturbed by other work on the machine than throughput is.
+    const usPerRequest = (run: string, result: LoadResult) => round((1e6 * (cpu[run]?.servers[run === "GET /keys/self" ? a.name : "bare"] ?? NaN)) / result.requests, 1);
+    const cpuPerRequestUs = {
+      keyplane: usPerRequest("GET /keys/self", self),
+      bareBefore: usPerRequest("bare node:http", bareBefore),
+      bareAfter: usPerRequest("bare node:http, again", bareAfter),
+    };
+    const bareUs = (cpuPerRequestUs.bareBefore + cpuPerRequestUs.bareAfter) / 2;
+    details.selfVsBare = `${fmt(self.requestsPerSecond)} vs ${fmt(bareRps)} req/s; server CPU per request ${cpuPerRequestUs.keyplane} vs ${round(bareUs, 1)} µs`;
+    return {
+      bodyBytes: Buffer.byteLength(body),
+      bareBefore: brief(bareBefore),
+      self: brief(self),
+      bareAfter: brief(bareAfter),
+      cpuPerRequestUs,
+      selfRequestsPerSecond: self.requestsPerSecond,
+    };
   } finally {
     await bare.stop();
   }
@@ -184,7 +215,7 @@ async function mixedPhase(s: Settings, a: Server, db: BenchDatabase, fixture: Fi
   const start = await db.settledTransactions();
   const startedAt = performance.now();
   say(`unknown tokens: 50% of requests, ${s.connections} connections, ${s.seconds} s`);
-  const mixed = await load({ url: a.url, connections: s.connections, duration: s.seconds, requests });
+  const mixed = await metered("50% unknown tokens", [a], db, () => load({ url: a.url, connections: s.connections, duration: s.seconds, requests }));
   expectAnswers("unknown tokens", mixed, ["200", "401"]);
   const end = await db.settledTransactions();
   const window = (performance.now() - startedAt) / 1000;
@@ -219,7 +250,7 @@ async function mixedPhase(s: Settings, a: Server, db: BenchDatabase, fixture: Fi
 // ---------------------------------------------------------------------------------------------
 // Provisioning N keys into one customer, then GET of that whole list.
 
-async function provisioningPhase(s: Settings, a: Server, admin: Client, adminToken: string, values: Values, details: Details) {
+async function provisioningPhase(s: Settings, a: Server, db: BenchDatabase, admin: Client, adminToken: string, values: Values, details: Details) {
   const owner = await customerWithKey(admin, adminToken, "bench-list");
   const wanted = s.listKeys - 1; // the owner's key is in the list too
   let next = 0;
@@ -232,26 +263,29 @@ async function provisioningPhase(s: Settings, a: Server, admin: Client, adminTok
     },
   ];
   say(`provisioning: ${fmt(wanted)} POST /keys of new keys, ${s.connections} connections`);
-  const provisioned = await load({ url: a.url, connections: s.connections, amount: wanted, requests });
+  const transactionsBefore = await db.transactions();
+  const provisioned = await metered("provisioning", [a], db, () => load({ url: a.url, connections: s.connections, amount: wanted, requests }));
   expectAnswers("provisioning", provisioned, ["200"]);
   const created = provisioned.statuses["200"] ?? 0;
   for (let i = created; i < wanted; i++) {
     // only after failures, which expectAnswers has recorded: the list must still hold N keys
     await expectStatus(admin.request("POST", "/keys", { token: owner.token, body: { name: `bench-key-more-${i}` } }), 200, "provision");
   }
+  // The full run waits for PostgreSQL's statistics to settle; the short one reads them at once (approximate).
+  const transactions = (s.mode === "full" ? await db.settledTransactions() : await db.transactions()) - transactionsBefore;
   values.provisioningKeysPerSecond = round(created / provisioned.seconds, 0);
-  details.provisioningKeysPerSecond = `${fmt(created)} keys in ${round(provisioned.seconds, 1)} s, p50 ${round(provisioned.latency.p50)} ms, p99 ${round(provisioned.latency.p99)} ms`;
+  details.provisioningKeysPerSecond = `${fmt(created)} keys in ${round(provisioned.seconds, 1)} s, p50 ${round(provisioned.latency.p50)} ms, p99 ${round(provisioned.latency.p99)} ms${s.mode === "full" ? `, ${round(transactions / created, 1)} DB transactions per key` : ""}`;
 
   await sleep(1_000);
   say(`GET /keys: the whole list of ${fmt(s.listKeys)} keys, streamed`);
-  const list = await measureList(a, owner.token);
+  const list = await metered("list", [a], db, () => measureList(a, owner.token));
   if (list.keys !== s.listKeys) problems.push(`list: expected ${s.listKeys} keys, got ${list.keys}`);
   if (!list.ordered) problems.push("list: ids are not strictly increasing");
   values.listSeconds = round(list.seconds, 3);
   values.listRssGrowthMiB = round(list.rssGrowthMiB, 1);
   details.listSeconds = `${fmt(list.keys)} keys, ${round(list.bytes / 2 ** 20, 1)} MiB, first byte at ${round(list.firstByteSeconds * 1000, 0)} ms`;
   details.listRssGrowthMiB = `${round(list.rssBeforeMiB, 0)} → ${round(list.rssPeakMiB, 0)} MiB, peak from ${list.peakFrom}`;
-  return { provisioning: brief(provisioned), list };
+  return { provisioning: { ...brief(provisioned), transactions, transactionsPerKey: round(transactions / created, 2) }, list };
 }
 
 /** One GET of the whole list: time to last byte, and the server's RSS sampled every 20 ms meanwhile. */
@@ -346,7 +380,7 @@ async function revocationPhase(s: Settings, a: Server, b: Server, adminToken: st
     details.revocationStaleSameProcess = `${stale} of ${s.revocationTrials} trials`;
     details.revocationP99Ms = `${s.revocationTrials} trials${timedOut ? `, ${timedOut} not revoked within ${limitMs / 1000} s` : ""}`;
     if (timedOut) problems.push(`revocation: ${timedOut} trials still answered 200 on B after ${limitMs} ms`);
-    return { trials: s.revocationTrials, stale, timedOut, pollsPerTrial: round(polls / s.revocationTrials, 1), delayMs: { ...summarize(delays), all: delays.map((d) => round(d, 3)) } };
+    return { trials: s.revocationTrials, stale, timedOut, pollsPerTrial: round(polls / s.revocationTrials, 1), delayMs: { ...roundAll(summarize(delays)), all: delays.map((d) => round(d, 3)) } };
   } finally {
     onA.close();
     onB.close();
@@ -362,8 +396,6 @@ async function main(): Promise<number> {
   const machineAtStart = machine();
   const cleanups: (() => Promise<unknown>)[] = [];
   const children: Server[] = [];
-  const killAll = () => children.forEach((c) => c.child.kill("SIGKILL"));
-  process.once("exit", killAll);
   let interrupted = false;
   const interrupt = (signal: NodeJS.Signals) => {
     if (interrupted) return;
@@ -381,7 +413,7 @@ async function main(): Promise<number> {
   const values: Values = {};
   const details: Details = {};
   const runs: Record<string, unknown> = {};
-  let profile: { file: string; summary: ProfileSummary } | undefined;
+  let profiles: { run: string; file: string; summary: ProfileSummary }[] | undefined;
   let db: BenchDatabase | undefined;
   try {
     db = await createBenchDatabase(s.databaseUrl);
@@ -397,7 +429,8 @@ async function main(): Promise<number> {
       dataDir,
     };
     const profileDir = s.cpuProf ? await mkdtemp(join(tmpdir(), "keyplane-bench-profile-")) : undefined;
-    const a = await startKeyplane("A", env, profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []);
+    const profiling = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
+    const a = await startKeyplane("A", env, profiling);
     children.push(a);
     cleanups.push(() => a.stop());
     const admin = client(a.url);
@@ -408,12 +441,12 @@ async function main(): Promise<number> {
 
     let allValidRps: number | undefined;
     if (s.phases.has("self")) {
-      const self = await selfPhase(s, a, fixture, selfBody, values, details);
+      const self = await selfPhase(s, a, db, fixture, selfBody, values, details, profiling);
       allValidRps = self.selfRequestsPerSecond;
       runs.self = self;
     }
     if (s.phases.has("mixed")) runs.unknownTokens = await mixedPhase(s, a, db, fixture, allValidRps, values, details);
-    if (s.phases.has("provisioning")) runs.provisioningAndList = await provisioningPhase(s, a, admin, env.adminToken, values, details);
+    if (s.phases.has("provisioning")) runs.provisioningAndList = await provisioningPhase(s, a, db, admin, env.adminToken, values, details);
     if (s.phases.has("revocation")) {
       const b = await startKeyplane("B", env);
       children.push(b);
@@ -422,11 +455,7 @@ async function main(): Promise<number> {
     }
     if (profileDir) {
       await a.stop();
-      const file = readdirSync(profileDir).find((f) => f.endsWith(".cpuprofile"));
-      if (file) {
-        profile = { file: join(profileDir, file), summary: summarizeProfile(join(profileDir, file)) };
-        process.stderr.write(profileText(profile.summary) + `\n(profile of keyplane A: ${profile.file})\n`);
-      } else problems.push("--cpu-prof: keyplane A wrote no profile");
+      profiles = profilesByRun(profileDir);
     }
   } catch (error) {
     problems.push(`run failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
@@ -457,7 +486,8 @@ async function main(): Promise<number> {
     versions: versions(db?.serverVersion ?? "unknown"),
     figures: all,
     runs,
-    ...(profile ? { profile } : {}),
+    cpuSeconds: cpu,
+    ...(profiles ? { profiles } : {}),
     problems,
   };
   mkdirSync(dirname(s.out), { recursive: true });
@@ -473,12 +503,54 @@ async function main(): Promise<number> {
       "",
       markdownTable(all),
       "",
+      cpuTable(),
+      "",
       problems.length ? `**problems:**\n${problems.map((p) => `- ${p}`).join("\n")}\n` : "",
       `written to ${s.out} in ${result.durationSeconds} s`,
       "",
     ].join("\n"),
   );
   return problems.length ? 1 : 0;
+}
+
+/** Who used the cores during each measured run: on a shared machine, "others" is the disturbance. */
+function cpuTable(): string {
+  const rows = Object.entries(cpu).map(([name, c]) => {
+    const servers = Object.entries(c.servers).map(([server, sec]) => `${server === "bare" ? "bare" : "keyplane " + server} ${sec}`).join(", ");
+    return `| ${name} | ${c.seconds} | ${servers} | ${c.postgres} | ${c.loadGenerator} | ${c.others} | ${Math.round(c.machineBusy * 100)}% |`;
+  });
+  if (!rows.length) return "";
+  const cores = cpus().length;
+  const disturbed = Object.entries(cpu).filter(([, c]) => c.others > 0.1 * cores * c.seconds).map(([name]) => name);
+  return [
+    "CPU seconds used during each measured run (2 cores = 2 CPU-s per second):",
+    "",
+    "| run | wall s | server | PostgreSQL (bench db) | load generator | other processes | machine busy |",
+    "|---|---|---|---|---|---|---|",
+    ...rows,
+    ...(disturbed.length
+      ? ["", `Other processes used more than 10% of the machine during: ${disturbed.join("; ")}. Those figures were disturbed; run again on a quiet machine to compare.`]
+      : []),
+  ].join("\n");
+}
+
+/** With --cpu-prof: each measured run's part of its server's profile (a profile's file name holds the pid). */
+function profilesByRun(dir: string): { run: string; file: string; summary: ProfileSummary }[] {
+  const files = readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"));
+  const out: { run: string; file: string; summary: ProfileSummary }[] = [];
+  for (const { name, servers, fromUs, toUs } of windows) {
+    const server = servers[0]!;
+    const file = files.find((f) => f.split(".")[3] === String(server.pid));
+    if (!file) {
+      problems.push(`--cpu-prof: no profile from ${server.name} (pid ${server.pid})`);
+      continue;
+    }
+    const summary = summarizeProfile(join(dir, file), 15, { fromUs, toUs });
+    out.push({ run: name, file: join(dir, file), summary });
+    process.stderr.write(`\n### ${name}: ${server.name === "bare" ? "bare node:http" : `keyplane ${server.name}`}\n${profileText(summary)}\n`);
+  }
+  process.stderr.write(`\n(profiles in ${dir})\n`);
+  return out;
 }
 
 main().then(

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createSecretKey, randomBytes } from "node:crypto";
 
 // Tokens are stored sealed with AES-256-GCM under the master key, so the API can show keyIds again
 // while the database alone never yields a usable token. The look-up hash is bound as additional
@@ -12,8 +12,10 @@ export interface Sealer {
   open(sealed: Buffer, hash: Buffer): string;
 }
 
-export function createSealer(masterKey: Buffer): Sealer {
-  if (masterKey.length !== 32) throw new Error("the master key must be 32 bytes");
+export function createSealer(masterKeyBytes: Buffer): Sealer {
+  if (masterKeyBytes.length !== 32) throw new Error("the master key must be 32 bytes");
+  // A KeyObject is prepared once; a raw Buffer would be prepared again on every call (lists open many).
+  const masterKey = createSecretKey(masterKeyBytes);
   return {
     seal(token, hash) {
       const iv = randomBytes(IV_BYTES);

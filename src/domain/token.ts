@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 
 // keyId = "XI" + 32 upper-case hex digits of a CSPRNG (128 bits): the bearer token itself.
 const TOKEN_PATTERN = /^XI[0-9A-F]{32}$/;
@@ -17,7 +17,7 @@ export function isTokenFormat(value: string): boolean {
  * nothing for a slow password hash to protect against, and authentication stays one hash away.
  */
 export function tokenHash(token: string): Buffer {
-  return createHash("sha256").update(token).digest();
+  return hash("sha256", token, "buffer");
 }
 
 /** What a status field or log may show of a token: its prefix and last four characters. */

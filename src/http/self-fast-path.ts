@@ -1,6 +1,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import { authenticate } from "../services/authenticate.ts";
 import type { Context } from "../services/context.ts";
+import type { StoredKey } from "../domain/model.ts";
 import { answerError } from "./errors.ts";
 import { callerKeyJson } from "./present.ts";
 import { logWhenAnswered, requestId } from "./request-log.ts";
@@ -12,12 +13,19 @@ import { logWhenAnswered, requestId } from "./request-log.ts";
 const SELF = /^\/(api)?keys\/self\/?(\?|$)/;
 
 export function withSelfFastPath(ctx: Context, next: RequestListener): RequestListener {
+  // The answer of each cached key, serialised once: the verification cache hands out the same object
+  // until the key changes, and a changed key is a new object, so a stale body cannot be served.
+  const bodies = new WeakMap<StoredKey, Buffer>();
   return (req, res) => {
     if (req.method !== "GET" || !SELF.test(req.url ?? "") || hasBody(req)) return next(req, res);
     const reqId = requestId(req, res);
     logWhenAnswered(ctx.log, req, res, reqId);
     authenticate(ctx, req.headers.authorization).then(
-      (principal) => sendJson(res, JSON.stringify(callerKeyJson(principal))),
+      (principal) => {
+        let body = bodies.get(principal.key);
+        if (!body) bodies.set(principal.key, (body = Buffer.from(JSON.stringify(callerKeyJson(principal)))));
+        sendJson(res, body);
+      },
       (error: unknown) => answerError(res, error, ctx.log, reqId),
     );
   };
@@ -27,7 +35,7 @@ function hasBody(req: IncomingMessage): boolean {
   return Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
 }
 
-function sendJson(res: ServerResponse, body: string): void {
-  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
+function sendJson(res: ServerResponse, body: Buffer): void {
+  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": body.length });
   res.end(body);
 }

@@ -254,6 +254,19 @@ describe.each(backends())("key paths on %s", (backend) => {
       expect((await root.get(`${scope}?type=customer&active=true&limit=2`)).body).toEqual(made.filter((k) => k.active).slice(0, 2));
     });
 
+    it("stream whole and in order when longer than one written chunk", async () => {
+      expect((await svc.admin.post("/admin/customers/acme/domains", { domain: "long.acme.example" })).status).toBe(201);
+      const long = "/customers/acme/domains/long.acme.example/keys";
+      const ids: number[] = [];
+      for (let batch = 0; batch < 6; batch++) {
+        const made = await Promise.all(Array.from({ length: 50 }, (_, i) => provision(long, { name: `k${batch * 50 + i}` })));
+        ids.push(...made.map((k) => k.id));
+      }
+      const res = await root.get(long);
+      expect(res.text.length).toBeGreaterThan(3 * 64 * 1024);
+      expect((res.body as Key[]).map((k) => k.id)).toEqual(ids.sort((a, b) => a - b));
+    });
+
     it("refuse bad parameters with 400", async () => {
       for (const q of ["limit=0", "limit=1001", "limit=x", "after=-1", "active=yes", "type=admin", `name=${"x".repeat(129)}`]) {
         const res = await root.get(`${scope}?${q}`);
