@@ -4,7 +4,7 @@ import { cpus, freemem, loadavg, platform, release, totalmem, arch } from "node:
 import { join } from "node:path";
 import { REPO } from "./processes.ts";
 
-// What the benchmark reports: every figure, its target (issue 4, for a 2-core machine), whether it was
+// What the benchmark reports: every figure, its target (for a 2-core machine), whether it was
 // met, and the machine and versions it was measured on.
 
 export type Comparison = ">=" | "<=" | "<" | "=";
