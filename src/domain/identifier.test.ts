@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseIdentifier, parseWithSelf } from "./identifier.ts";
+import { parseIdentifier, parseNamed, parseWithSelf } from "./identifier.ts";
 
 describe("parseIdentifier", () => {
   it.each([
@@ -18,5 +18,10 @@ describe("parseIdentifier", () => {
     expect(parseWithSelf("self", 7)).toEqual({ kind: "id", id: 7 });
     expect(parseWithSelf("self", null)).toBeUndefined();
     expect(parseWithSelf("acme", null)).toEqual({ kind: "name", name: "acme" });
+  });
+
+  it("reads self as a plain name where nobody is self", () => {
+    expect(parseNamed("self")).toEqual({ kind: "name", name: "self" });
+    expect(parseNamed("7")).toEqual({ kind: "id", id: 7 });
   });
 });

@@ -31,3 +31,9 @@ export function parseWithSelf(segment: string, own: number | null): Named | unde
   if (ident.kind !== "self") return ident;
   return own === null ? undefined : { kind: "id", id: own };
 }
+
+/** Parses a segment where nobody is `self` (the admin API, ApiKey specs): `self` is a name like any other, which no entity may have. */
+export function parseNamed(segment: string): Named {
+  const ident = parseIdentifier(segment);
+  return ident.kind === "self" ? { kind: "name", name: segment } : ident;
+}

@@ -1,5 +1,5 @@
 import { conflict, notFound } from "../domain/errors.ts";
-import { parseIdentifier, type Named } from "../domain/identifier.ts";
+import { parseNamed } from "../domain/identifier.ts";
 import type { Application, Customer, Domain, Subscriber, User } from "../domain/model.ts";
 import { sqlState, UNIQUE_VIOLATION } from "../store/database.ts";
 import {
@@ -13,12 +13,6 @@ import type { ApiKey } from "../domain/model.ts";
 
 // Use cases of the admin API's directory. Entities are named by id, uuid or name within their parent
 // (CONTRACT 1); an unknown one is 404, a duplicate 409.
-
-/** A path segment as an admin identifier: `self` means nothing here, so it is a name like any other. */
-function named(segment: string): Named {
-  const ident = parseIdentifier(segment);
-  return ident.kind === "self" ? { kind: "name", name: segment } : ident;
-}
 
 async function unique<T>(what: string, insert: () => Promise<T>): Promise<T> {
   try {
@@ -40,20 +34,20 @@ export const createCustomer = (ctx: Context, name: string): Promise<Customer> =>
 export const listCustomers = (ctx: Context) => entityList(ctx.db, TABLES.customers, null);
 
 export async function getCustomer(ctx: Context, ref: string): Promise<Customer> {
-  return found(await entityFind(ctx.db, TABLES.customers, named(ref), null), "customer");
+  return found(await entityFind(ctx.db, TABLES.customers, parseNamed(ref), null), "customer");
 }
 
 export async function getDomain(ctx: Context, customer: Customer, ref: string): Promise<Domain> {
-  return found(await entityFind(ctx.db, TABLES.domains, named(ref), customer.id), "domain");
+  return found(await entityFind(ctx.db, TABLES.domains, parseNamed(ref), customer.id), "domain");
 }
 
 export async function getApplication(ctx: Context, domain: Domain, ref: string): Promise<Application> {
-  return found(await entityFind(ctx.db, TABLES.applications, named(ref), domain.id), "application");
+  return found(await entityFind(ctx.db, TABLES.applications, parseNamed(ref), domain.id), "application");
 }
 
 /** A subscriber by msisdn first, then id, then uuid. */
 export async function findSubscriber(ctx: Context, domainId: number | null, ref: string): Promise<Subscriber | undefined> {
-  const ident = named(ref);
+  const ident = parseNamed(ref);
   if (ident.kind === "id") {
     const byMsisdn = await entityFind(ctx.db, TABLES.subscribers, { kind: "name", name: ref }, domainId);
     if (byMsisdn) return byMsisdn;
@@ -66,7 +60,7 @@ export async function getSubscriber(ctx: Context, domain: Domain, ref: string): 
 }
 
 export async function getUser(ctx: Context, customer: Customer, ref: string): Promise<User> {
-  return found(await entityFind(ctx.db, TABLES.users, named(ref), customer.id), "user");
+  return found(await entityFind(ctx.db, TABLES.users, parseNamed(ref), customer.id), "user");
 }
 
 export const createDomain = (ctx: Context, customer: Customer, domain: string) =>

@@ -1,4 +1,4 @@
-import { parseIdentifier, type Named } from "../domain/identifier.ts";
+import { parseNamed } from "../domain/identifier.ts";
 import type { Scope } from "../domain/scope.ts";
 import { entityFind, TABLES } from "../store/directory.ts";
 import type { Context } from "./context.ts";
@@ -16,25 +16,19 @@ export type NamedScope =
   | { found: true; scope: Scope }
   | { found: false; missing: "customer" | "domain" | "application" | "subscriber"; ref: string };
 
-/** There is no caller here, so `self` names nothing: it is taken as a name, which no entity may have. */
-function named(ref: string): Named {
-  const ident = parseIdentifier(ref);
-  return ident.kind === "self" ? { kind: "name", name: ref } : ident;
-}
-
 /**
  * Resolves the entities of `refs`, each within the one above it (application and subscriber within the
  * domain), to a scope; else names the first entity that is unknown.
  */
 export async function resolveNamedScope(ctx: Context, refs: ScopeRefs): Promise<NamedScope> {
-  const customer = await entityFind(ctx.db, TABLES.customers, named(refs.customer), null);
+  const customer = await entityFind(ctx.db, TABLES.customers, parseNamed(refs.customer), null);
   if (!customer) return { found: false, missing: "customer", ref: refs.customer };
   if (refs.domain === undefined) return { found: true, scope: { tenantId: customer.id, domainId: null, applicationId: null, subscriberId: null } };
 
-  const domain = await entityFind(ctx.db, TABLES.domains, named(refs.domain), customer.id);
+  const domain = await entityFind(ctx.db, TABLES.domains, parseNamed(refs.domain), customer.id);
   if (!domain) return { found: false, missing: "domain", ref: refs.domain };
   if (refs.application !== undefined) {
-    const app = await entityFind(ctx.db, TABLES.applications, named(refs.application), domain.id);
+    const app = await entityFind(ctx.db, TABLES.applications, parseNamed(refs.application), domain.id);
     if (!app) return { found: false, missing: "application", ref: refs.application };
     return { found: true, scope: { tenantId: customer.id, domainId: domain.id, applicationId: app.id, subscriberId: null } };
   }
