@@ -2,11 +2,13 @@
 // Kubernetes API, and the few reads and writes of ApiKeys, Secrets and keys the suites make.
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { CoreV1Event, KubeConfig, V1Secret } from "@kubernetes/client-node";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { GROUP, PLURAL, VERSION, type ApiKey, type ApiKeySpecInput } from "../../src/operator/apikey.ts";
 import { runOperator, type Operator, type OperatorOptions } from "../../src/operator/start.ts";
-import { apiStatusCode, waitFor } from "../support/kube.ts";
-import type { TestService } from "../support/service.ts";
+import { FaultProxy } from "../support/fault-proxy.ts";
+import type { TestCluster } from "../support/envtest.ts";
+import { apiStatusCode, createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
+import { startService, type TestService } from "../support/service.ts";
 
 /** Timings that keep the suites quick: short backoffs and Lease. */
 export const FAST: Partial<OperatorOptions> = {
@@ -34,6 +36,45 @@ export async function startTestOperator(svc: TestService, kubeConfig: KubeConfig
   });
   await waitFor(() => operator.whenLeading().then(() => true), { timeoutMs: 20_000, what: "the operator to lead" });
   return operator;
+}
+
+export interface BehindProxy {
+  svc: TestService;
+  proxy: FaultProxy;
+  operator: Operator;
+  /** The test's own view of the cluster, straight to the API server. */
+  k: Cluster;
+}
+
+/**
+ * Registers hooks that start, for the enclosing suite, a keyplane on PGlite with customer `acme`, a
+ * namespace of its own, and an operator that reaches the API server only through a fault proxy; and
+ * that stop them all. Returns a getter valid inside tests.
+ */
+export function useOperatorBehindProxy(kube: () => TestCluster, namespacePrefix: string): () => BehindProxy {
+  let setup: Partial<BehindProxy> = {};
+  beforeAll(async () => {
+    const svc = await startService("pglite");
+    setup.svc = svc;
+    await createCustomer(svc, "acme");
+    const proxy = await FaultProxy.start(kube().kubeConfig);
+    setup.proxy = proxy;
+    const k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, namespacePrefix));
+    setup.k = k;
+    setup.operator = await startTestOperator(svc, proxy.kubeConfig, k.namespace);
+  });
+  afterAll(async () => {
+    await setup.operator?.stop();
+    await setup.proxy?.close();
+    if (setup.k) await deleteTestNamespace(kube().kubeConfig, setup.k.namespace);
+    await setup.svc?.stop();
+    setup = {};
+  });
+  return () => {
+    const { svc, proxy, operator, k } = setup;
+    if (!svc || !proxy || !operator || !k) throw new Error("the operator is not up: did beforeAll fail?");
+    return { svc, proxy, operator, k };
+  };
 }
 
 export class Cluster {

@@ -2,39 +2,29 @@
 // stopped between provisioning a key and writing its Secret. Each converges to Ready with one key,
 // and without a hot loop.
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { afterEach, beforeAll, expect, it } from "vitest";
 import type { Operator } from "../../src/operator/start.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
-import { FaultProxy } from "../support/fault-proxy.ts";
+import type { FaultProxy } from "../support/fault-proxy.ts";
 import { createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
-import { startService, type TestService } from "../support/service.ts";
-import { Cluster, createCustomer, keysEverMade, liveKeys, startTestOperator, whoAmI, writesBy } from "./operator-fixture.ts";
+import type { TestService } from "../support/service.ts";
+import { Cluster, keysEverMade, liveKeys, startTestOperator, useOperatorBehindProxy, whoAmI, writesBy } from "./operator-fixture.ts";
 
 describeKube("operator resilience", () => {
   const kube = useKube({ withControllerManager: false });
+  const env = useOperatorBehindProxy(kube, "resilience");
   let svc: TestService;
   let proxy: FaultProxy;
   let operator: Operator;
   let k: Cluster;
 
   beforeAll(async () => {
-    svc = await startService("pglite");
-    await createCustomer(svc, "acme");
-    proxy = await FaultProxy.start(kube().kubeConfig);
-    const namespace = await createTestNamespace(kube().kubeConfig, "resilience");
-    k = new Cluster(kube().kubeConfig, namespace);
+    ({ svc, proxy, operator, k } = env());
     // The operator talks to the API server only through the proxy; the test itself goes direct.
-    operator = await startTestOperator(svc, proxy.kubeConfig, namespace);
     await waitFor(() => proxy.openWatches("apikeys") === 1 && proxy.openWatches("secrets") === 1, { what: "both watches open" });
   });
   afterEach(() => {
     proxy.clearFaults();
-  });
-  afterAll(async () => {
-    await operator?.stop();
-    await proxy?.close();
-    if (k) await deleteTestNamespace(kube().kubeConfig, k.namespace);
-    await svc?.stop();
   });
 
   /** Converged: Ready, a working token in the Secret, and exactly one key ever made for it. */

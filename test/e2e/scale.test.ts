@@ -1,36 +1,26 @@
 // 200 ApiKeys applied at once: all reach Ready, each with its own key and Secret, and a resync after
 // that writes nothing (counted by the fault proxy in front of the operator).
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { beforeAll, expect, it } from "vitest";
 import { GROUP, MANAGED_BY_LABEL, PLURAL, VERSION, type ApiKey } from "../../src/operator/apikey.ts";
 import type { Operator } from "../../src/operator/start.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
-import { FaultProxy } from "../support/fault-proxy.ts";
-import { createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
-import { startService, type TestService } from "../support/service.ts";
-import { Cluster, createCustomer, startTestOperator, writesBy } from "./operator-fixture.ts";
+import type { FaultProxy } from "../support/fault-proxy.ts";
+import { waitFor } from "../support/kube.ts";
+import type { TestService } from "../support/service.ts";
+import { useOperatorBehindProxy, writesBy, type Cluster } from "./operator-fixture.ts";
 
 const COUNT = 200;
 
 describeKube("operator at scale", () => {
   const kube = useKube({ withControllerManager: false });
+  const env = useOperatorBehindProxy(kube, "scale");
   let svc: TestService;
   let proxy: FaultProxy;
   let operator: Operator;
   let k: Cluster;
 
-  beforeAll(async () => {
-    svc = await startService("pglite");
-    await createCustomer(svc, "acme");
-    proxy = await FaultProxy.start(kube().kubeConfig);
-    const namespace = await createTestNamespace(kube().kubeConfig, "scale");
-    k = new Cluster(kube().kubeConfig, namespace);
-    operator = await startTestOperator(svc, proxy.kubeConfig, namespace);
-  });
-  afterAll(async () => {
-    await operator?.stop();
-    await proxy?.close();
-    if (k) await deleteTestNamespace(kube().kubeConfig, k.namespace);
-    await svc?.stop();
+  beforeAll(() => {
+    ({ svc, proxy, operator, k } = env());
   });
 
   const readyCount = async () => {
