@@ -14,8 +14,9 @@ const SELF = /^\/(api)?keys\/self\/?(\?|$)/;
 
 export function withSelfFastPath(ctx: Context, next: RequestListener): RequestListener {
   // The answer of each cached key, serialised once: the verification cache hands out the same object
-  // until the key changes, and a changed key is a new object, so a stale body cannot be served.
-  const bodies = new WeakMap<StoredKey, Buffer>();
+  // until the key changes, and a changed key is a new object, so a stale body cannot be served. It is
+  // kept as a string: Node sends a string body in one write with the headers, a Buffer in a second.
+  const bodies = new WeakMap<StoredKey, Body>();
   return (req, res) => {
     if (req.method !== "GET" || !SELF.test(req.url ?? "") || hasBody(req)) return next(req, res);
     const reqId = requestId(req, res);
@@ -23,7 +24,10 @@ export function withSelfFastPath(ctx: Context, next: RequestListener): RequestLi
     authenticate(ctx, req.headers.authorization).then(
       (principal) => {
         let body = bodies.get(principal.key);
-        if (!body) bodies.set(principal.key, (body = Buffer.from(JSON.stringify(callerKeyJson(principal)))));
+        if (!body) {
+          const text = JSON.stringify(callerKeyJson(principal));
+          bodies.set(principal.key, (body = { text, length: Buffer.byteLength(text) }));
+        }
         sendJson(res, body);
       },
       (error: unknown) => answerError(res, error, ctx.log, reqId),
@@ -35,7 +39,13 @@ function hasBody(req: IncomingMessage): boolean {
   return Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
 }
 
-function sendJson(res: ServerResponse, body: Buffer): void {
+interface Body {
+  text: string;
+  /** In bytes, for Content-Length. */
+  length: number;
+}
+
+function sendJson(res: ServerResponse, body: Body): void {
   res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": body.length });
-  res.end(body);
+  res.end(body.text);
 }

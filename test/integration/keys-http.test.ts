@@ -199,6 +199,13 @@ describe.each(backends())("key paths on %s", (backend) => {
       expect(post.body).toMatchObject({ status: 405, error: "method_not_allowed" });
     });
 
+    it("sends a name beyond ASCII whole (Content-Length counts bytes)", async () => {
+      const key = await provision("/customers/acme/keys", { name: "Café ☎ 電話" });
+      const res = await svc.as(key.keyId).get("/keys/self");
+      expect(Number(res.headers["content-length"])).toBe(Buffer.byteLength(res.text));
+      expect(res.body.name).toBe("Café ☎ 電話");
+    });
+
     it("is refused without a valid, active key", async () => {
       for (const header of [undefined, "Basic abc", "Bearer", "Bearer XI123", `Bearer ${"XI" + "0".repeat(32)}`, `bearer ${acme.keys.customer.toLowerCase()}`]) {
         const req = header ? svc.as("").get("/keys/self").set("Authorization", header) : svc.as("").get("/keys/self").unset("Authorization");
