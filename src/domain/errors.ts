@@ -64,7 +64,8 @@ export class AppError extends Error {
   }
 }
 
-export const unauthorized = (message = "A valid, active API key is required.") =>
+export const UNAUTHORIZED = "A valid, active API key is required.";
+export const unauthorized = (message = UNAUTHORIZED) =>
   new AppError("unauthorized", message);
 export const notFound = (message: string) => new AppError("not_found", message);
 export const conflict = (message: string) => new AppError("conflict", message);

@@ -1,8 +1,8 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
-import { authenticate } from "../services/authenticate.ts";
+import { verify } from "../services/authenticate.ts";
 import type { Context } from "../services/context.ts";
 import type { StoredKey } from "../domain/model.ts";
-import { answerError } from "./errors.ts";
+import { answerError, sendError } from "./errors.ts";
 import { callerKeyJson } from "./present.ts";
 import { logWhenAnswered, requestId } from "./request-log.ts";
 
@@ -21,8 +21,9 @@ export function withSelfFastPath(ctx: Context, next: RequestListener): RequestLi
     if (req.method !== "GET" || !SELF.test(req.url ?? "") || hasBody(req)) return next(req, res);
     const reqId = requestId(req, res);
     logWhenAnswered(ctx.log, req, res, reqId);
-    authenticate(ctx, req.headers.authorization).then(
+    verify(ctx, req.headers.authorization).then(
       (principal) => {
+        if ("refused" in principal) return sendError(res, "unauthorized", principal.refused);
         let body = bodies.get(principal.key);
         if (!body) {
           const text = JSON.stringify(callerKeyJson(principal));

@@ -1,4 +1,4 @@
-import { unauthorized } from "../domain/errors.ts";
+import { UNAUTHORIZED, unauthorized } from "../domain/errors.ts";
 import { scopeOf, type StoredKey } from "../domain/model.ts";
 import type { Scope } from "../domain/scope.ts";
 import { isTokenFormat, tokenHash } from "../domain/token.ts";
@@ -18,15 +18,26 @@ export function bearerToken(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
+const MISSING_TOKEN = "An Authorization: Bearer <API key> header is required.";
+
 /**
- * A live, active key for the token, or 401. A token not of the keyId form is refused before any
- * look-up, so garbage never reaches the cache or the database.
+ * The caller behind an Authorization header, or why there is none (the message of a 401). A token
+ * not of the keyId form is refused before any look-up, so garbage never reaches the cache or the
+ * database. Refusals are values, not exceptions: half of a flood of bad tokens would otherwise go to
+ * capturing stack traces.
  */
-export async function authenticate(ctx: Context, header: string | undefined): Promise<Principal> {
+export async function verify(ctx: Context, header: string | undefined): Promise<Principal | { refused: string }> {
   const token = bearerToken(header);
-  if (token === undefined) throw unauthorized("An Authorization: Bearer <API key> header is required.");
-  if (!isTokenFormat(token)) throw unauthorized();
+  if (token === undefined) return { refused: MISSING_TOKEN };
+  if (!isTokenFormat(token)) return { refused: UNAUTHORIZED };
   const key = await ctx.verifier.lookup(tokenHash(token));
-  if (!key?.active) throw unauthorized();
+  if (!key?.active) return { refused: UNAUTHORIZED };
   return { key, token, scope: scopeOf(key) };
+}
+
+/** The caller behind an Authorization header, or a 401 error. */
+export async function authenticate(ctx: Context, header: string | undefined): Promise<Principal> {
+  const result = await verify(ctx, header);
+  if ("refused" in result) throw unauthorized(result.refused);
+  return result;
 }
