@@ -7,6 +7,7 @@ import {
   userInsert, type ApplicationInput,
 } from "../store/directory.ts";
 import { keyInsertUnlessExists } from "../store/keys.ts";
+import { domainScope, tenantScope } from "../domain/scope.ts";
 import type { Context } from "./context.ts";
 import { mintToken, unseal } from "./keys.ts";
 import type { ApiKey } from "../domain/model.ts";
@@ -86,7 +87,7 @@ export async function createUser(ctx: Context, customer: Customer, email: string
   return unique(`A user ${email}`, () =>
     ctx.db.transaction(async (tx) => {
       const user = await userInsert(tx, customer.id, domain?.id ?? null, email, now);
-      const scope = { tenantId: customer.id, domainId: domain?.id ?? null, applicationId: null, subscriberId: null };
+      const scope = domain ? domainScope(customer.id, domain.id) : tenantScope(customer.id);
       const stored = await keyInsertUnlessExists(
         tx,
         { ...mintToken(ctx), name: email, active: true, type: "user", scope, userId: user.id, managedBy: null },

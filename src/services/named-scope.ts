@@ -1,5 +1,5 @@
 import { parseNamed } from "../domain/identifier.ts";
-import type { Scope } from "../domain/scope.ts";
+import { domainScope, tenantScope, type Scope } from "../domain/scope.ts";
 import { entityFind, TABLES } from "../store/directory.ts";
 import type { Context } from "./context.ts";
 import { findSubscriber } from "./directory.ts";
@@ -23,7 +23,7 @@ export type NamedScope =
 export async function resolveNamedScope(ctx: Context, refs: ScopeRefs): Promise<NamedScope> {
   const customer = await entityFind(ctx.db, TABLES.customers, parseNamed(refs.customer), null);
   if (!customer) return { found: false, missing: "customer", ref: refs.customer };
-  if (refs.domain === undefined) return { found: true, scope: { tenantId: customer.id, domainId: null, applicationId: null, subscriberId: null } };
+  if (refs.domain === undefined) return { found: true, scope: tenantScope(customer.id) };
 
   const domain = await entityFind(ctx.db, TABLES.domains, parseNamed(refs.domain), customer.id);
   if (!domain) return { found: false, missing: "domain", ref: refs.domain };
@@ -37,5 +37,5 @@ export async function resolveNamedScope(ctx: Context, refs: ScopeRefs): Promise<
     if (!subscriber) return { found: false, missing: "subscriber", ref: refs.subscriber };
     return { found: true, scope: { tenantId: customer.id, domainId: domain.id, applicationId: null, subscriberId: subscriber.id } };
   }
-  return { found: true, scope: { tenantId: customer.id, domainId: domain.id, applicationId: null, subscriberId: null } };
+  return { found: true, scope: domainScope(customer.id, domain.id) };
 }

@@ -1,5 +1,5 @@
 import { parseWithSelf } from "../domain/identifier.ts";
-import type { Scope } from "../domain/scope.ts";
+import { domainScope, tenantScope, type Scope } from "../domain/scope.ts";
 import { entityFind, TABLES } from "../store/directory.ts";
 import type { Context } from "./context.ts";
 import { findSubscriber } from "./directory.ts";
@@ -29,13 +29,13 @@ export async function resolvePathScope(ctx: Context, refs: PathRefs, caller: Sco
     const ident = parseWithSelf(refs.customer, caller.tenantId);
     const customer = ident && (await entityFind(ctx.db, TABLES.customers, ident, null));
     if (!customer) return undefined;
-    scopes.push({ tenantId: customer.id, domainId: null, applicationId: null, subscriberId: null });
+    scopes.push(tenantScope(customer.id));
   }
   if (refs.domain !== undefined) {
     const ident = parseWithSelf(refs.domain, caller.domainId);
     const domain = ident && (await entityFind(ctx.db, TABLES.domains, ident, within()?.tenantId ?? null));
     if (!domain) return undefined;
-    scopes.push({ tenantId: domain.tenantId, domainId: domain.id, applicationId: null, subscriberId: null });
+    scopes.push(domainScope(domain.tenantId, domain.id));
   }
   // Below the domain, names are unique only within a domain: the path's, else the caller's.
   const pathDomain = within()?.domainId ?? null;

@@ -122,11 +122,6 @@ export async function keyDelete(q: Queryable, id: number, now: Date): Promise<bo
   return rows.length > 0;
 }
 
-/** Records which ApiKey resource manages a key (the operator's claim). */
-export async function keySetManagedBy(q: Queryable, id: number, managedBy: string | null): Promise<void> {
-  await q.query("UPDATE api_keys SET managed_by = $2 WHERE id = $1", [id, managedBy]);
-}
-
 // The operator's claims. managed_by names the ApiKey resource ("namespace/name") that manages a key.
 
 /** The live keys an ApiKey resource manages. */
