@@ -5,6 +5,7 @@ import { authenticate } from "../services/authenticate.ts";
 import type { Context } from "../services/context.ts";
 import type { Migration } from "../store/migrate.ts";
 import { adminRoutes } from "./admin-routes.ts";
+import { hasBody, isJson } from "./body.ts";
 import { isAdminToken } from "./admin-token.ts";
 import { errorHandler, sendError } from "./errors.ts";
 import { healthRoutes } from "./health-routes.ts";
@@ -59,12 +60,9 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
   return app;
 }
 
-const isJson = (req: { headers: Request["headers"] }) => /^application\/([a-z0-9.+-]*\+)?json$/i.test((req.headers["content-type"] ?? "").split(";")[0]!.trim());
-
 /** A request with a body must say it is JSON: anything else is 415 (CONTRACT 3). */
 function requireJsonBody(req: Request, res: Response, next: NextFunction): void {
-  const hasBody = Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
-  if (hasBody && !isJson(req)) {
+  if (hasBody(req) && !isJson(req)) {
     sendError(res, "unsupported_media_type", "The request body must be JSON (Content-Type: application/json).");
     return;
   }

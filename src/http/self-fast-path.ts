@@ -1,7 +1,8 @@
-import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
+import type { RequestListener, ServerResponse } from "node:http";
 import { verify } from "../services/authenticate.ts";
 import type { Context } from "../services/context.ts";
 import type { StoredKey } from "../domain/model.ts";
+import { hasBody } from "./body.ts";
 import { answerError, sendError } from "./errors.ts";
 import { callerKeyJson } from "./present.ts";
 import { logWhenAnswered, requestId } from "./request-log.ts";
@@ -34,10 +35,6 @@ export function withSelfFastPath(ctx: Context, next: RequestListener): RequestLi
       (error: unknown) => answerError(res, error, ctx.log, reqId),
     );
   };
-}
-
-function hasBody(req: IncomingMessage): boolean {
-  return Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
 }
 
 interface Body {
