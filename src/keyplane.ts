@@ -9,13 +9,12 @@ import { withSelfFastPath } from "./http/self-fast-path.ts";
 import type { Context } from "./services/context.ts";
 import { Verifier, type VerifierOptions } from "./services/verifier.ts";
 import type { Database } from "./store/database.ts";
+import { listenForKeyChanges } from "./store/key-changes.ts";
 import { loadMigrations, migrate } from "./store/migrate.ts";
 import { openPglite } from "./store/pglite.ts";
 import { openPostgres } from "./store/postgres.ts";
 
 export const VERSION = "0.1.0";
-/** The channel on which the database announces changed keys (see migrations/0001_init.sql). */
-export const KEYS_CHANNEL = "keyplane_keys";
 
 export async function openDatabase(config: Pick<Config, "databaseUrl" | "dataDir">, log: Logger): Promise<Database> {
   return config.databaseUrl
@@ -49,29 +48,12 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), verifier, clock: options.clock ?? (() => new Date()), log };
   // Keys changed by any process (this one included) leave the verification cache; if notifications
   // may have been missed, everything does.
-  const unlisten = await db.listen(
-    KEYS_CHANNEL,
-    (payload) => {
-      const hash = parseHash(payload);
-      if (hash) verifier.invalidate(hash);
-      else verifier.clear();
-    },
-    () => verifier.clear(),
-  );
+  const unlisten = await listenForKeyChanges(db, (change) => verifier.invalidate(change.hash), () => verifier.clear());
   const app = withSelfFastPath(
     ctx,
     createApp(ctx, { adminToken: options.secrets.adminToken, runtimeHeader: options.runtimeHeader, migrations, version: VERSION }),
   );
   return { ctx, app, close: unlisten };
-}
-
-function parseHash(payload: string): string | undefined {
-  try {
-    const hash = (JSON.parse(payload) as { hash?: unknown }).hash;
-    return typeof hash === "string" ? hash : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 export interface Listening {

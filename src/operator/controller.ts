@@ -6,7 +6,7 @@ import type { KubeConfig, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { Context } from "../services/context.ts";
 import { API_VERSION, GROUP, KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, VERSION, type ApiKey } from "./apikey.ts";
-import { listenForKeyChanges } from "./feed.ts";
+import { listenForManagedKeyChanges } from "./feed.ts";
 import type { ObjectCache } from "./gather.ts";
 import { Informer, type ListPage } from "./informer.ts";
 import { apiErrorText, kubeApiFor, type ObjectRef } from "./kube-api.ts";
@@ -74,7 +74,7 @@ function listenUntilStopped(o: ControllerOptions, leadership: AbortSignal, onCha
   const attempt = async (failures: number): Promise<void> => {
     if (leadership.aborted) return;
     try {
-      unlisten = await listenForKeyChanges(o.ctx.db, onChanged, onMissed);
+      unlisten = await listenForManagedKeyChanges(o.ctx.db, onChanged, onMissed);
       if (failures > 0) onMissed();
       if (leadership.aborted) await unlisten();
     } catch (error) {

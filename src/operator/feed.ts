@@ -1,7 +1,7 @@
 // The key store's changes, as the database announces them (LISTEN/NOTIFY, on PostgreSQL and PGlite):
 // a key changed through REST names the ApiKey that manages it, which is then reconciled at once.
-import { KEYS_CHANNEL } from "../keyplane.ts";
 import type { Database } from "../store/database.ts";
+import { listenForKeyChanges } from "../store/key-changes.ts";
 import type { ObjectRef } from "./kube-api.ts";
 
 /** "namespace/name" (managed_by) as a reference; undefined for anything else. */
@@ -12,25 +12,18 @@ export function parseOwner(managedBy: unknown): ObjectRef | undefined {
   return { namespace: managedBy.slice(0, slash), name: managedBy.slice(slash + 1) };
 }
 
-function ownerInPayload(payload: string): ObjectRef | undefined {
-  try {
-    return parseOwner((JSON.parse(payload) as { managedBy?: unknown }).managedBy);
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Calls `onChanged` with the ApiKey that manages each changed key, and `onMissed` whenever
  * notifications may have been lost (the listening connection was re-established). Returns the unlisten.
  */
-export function listenForKeyChanges(db: Database, onChanged: (owner: ObjectRef) => void, onMissed: () => void): Promise<() => Promise<void>> {
-  return db.listen(
-    KEYS_CHANNEL,
-    (payload) => {
-      const owner = ownerInPayload(payload);
+export function listenForManagedKeyChanges(db: Database, onChanged: (owner: ObjectRef) => void, onMissed: () => void): Promise<() => Promise<void>> {
+  return listenForKeyChanges(
+    db,
+    (change) => {
+      const owner = parseOwner(change.managedBy);
       if (owner) onChanged(owner);
     },
     onMissed,
+    () => undefined, // a payload of another form names no ApiKey
   );
 }

@@ -11,7 +11,7 @@ import {
   type KeyInsert,
 } from "../../src/store/keys.ts";
 import { loadMigrations, migrate, migrationsApplied } from "../../src/store/migrate.ts";
-import { KEYS_CHANNEL } from "../../src/keyplane.ts";
+import { KEYS_CHANNEL, parseKeyChange } from "../../src/store/key-changes.ts";
 import type { Scope } from "../../src/domain/scope.ts";
 import { backends, openTestDatabase, type TestDatabase } from "../support/databases.ts";
 import { captureLogger } from "../support/service.ts";
@@ -211,7 +211,7 @@ describe.each(backends())("store on %s", (backend) => {
         const k = keyAt(tenant, "announced");
         const id = (await keyInsertUnlessExists(db, k, now))!.id;
         await keyUpdate(db, id, { active: false }, later);
-        await expect.poll(() => heard.map((p) => JSON.parse(p) as { id: number; hash: string }).find((p) => p.id === id)).toEqual({
+        await expect.poll(() => heard.map(parseKeyChange).find((p) => p?.id === id)).toEqual({
           id, hash: k.hash.toString("hex"), managedBy: null,
         });
       } finally {
