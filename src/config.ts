@@ -84,3 +84,15 @@ async function keptOrGenerated(path: string, generate: () => string): Promise<{ 
     return { value: (await readFile(path, "utf8")).trim(), generated: false };
   }
 }
+
+// The `keyplane keys` command's settings: where the API is, and the key it calls it with.
+const cliEnv = z.object({
+  KEYPLANE_URL: z.url({ protocol: /^https?$/, error: "KEYPLANE_URL must be an http(s) URL" }).default("http://127.0.0.1:8080"),
+  KEYPLANE_TOKEN: z.string().min(1).optional(),
+});
+
+export function loadCliConfig(source: NodeJS.ProcessEnv = process.env): { url: string; token: string | undefined } {
+  const parsed = cliEnv.safeParse(source);
+  if (!parsed.success) throw new Error(`invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  return { url: parsed.data.KEYPLANE_URL, token: parsed.data.KEYPLANE_TOKEN };
+}

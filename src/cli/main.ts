@@ -9,6 +9,8 @@ commands:
   serve     serve the REST API (and the operator, where a cluster is reachable)
   migrate   apply pending database migrations and exit
   crd       print the ApiKey CustomResourceDefinition as YAML
+  keys      list, get, create, update, rotate and delete keys, and read their events, through the API
+            (keyplane keys --help)
 
 configuration comes from the environment: see README.md.`;
 
@@ -26,6 +28,12 @@ async function main(argv: string[]): Promise<number> {
     case "crd": {
       const { crdCommand } = await import("./crd.ts");
       await crdCommand();
+      return 0;
+    }
+    case "keys": {
+      const { keysCommand } = await import("./keys.ts");
+      const { loadCliConfig } = await import("../config.ts");
+      await keysCommand(argv.slice(1), loadCliConfig(), (text) => process.stdout.write(text));
       return 0;
     }
     case undefined:

@@ -1,0 +1,196 @@
+import { parseArgs } from "node:util";
+import { apiClient, CliError } from "./keys-api.ts";
+import { table } from "./table.ts";
+
+// `keyplane keys ...`: the everyday key tasks against a running server (docs/operations.md, "The
+// command line"). Tables for people, `-o json` for scripts. A table never shows a whole token, except
+// the new one that `create` and `rotate` exist to hand out.
+export const KEYS_USAGE = `usage: keyplane keys <command> [arguments] [-o table|json]
+
+commands:
+  list   [--path BASE] [--name NAME] [--type TYPE] [--active true|false]
+  get    KEY
+  create NAME [--path BASE] [--inactive] [--expires-in SECONDS | --expires-at TIME]
+  update KEY [--name NAME] [--active true|false] [--expires-at TIME|never]
+  rotate KEY [--grace SECONDS] [--expires-in SECONDS | --expires-at TIME]
+  delete KEY
+  events [KEY] [--action ACTION] [--limit N] [--before EVENT-ID]
+
+KEY is a key's numeric id or its keyId. BASE is a key path of the API, such as
+/customers/acme/domains/sip.acme.example/keys (default /keys: the caller's own scope).
+environment: KEYPLANE_URL (default http://127.0.0.1:8080), KEYPLANE_TOKEN (required).`;
+
+const OPTIONS = {
+  output: { type: "string", short: "o", default: "table" },
+  path: { type: "string", default: "/keys" },
+  name: { type: "string" },
+  type: { type: "string" },
+  active: { type: "string" },
+  inactive: { type: "boolean" },
+  "expires-in": { type: "string" },
+  "expires-at": { type: "string" },
+  grace: { type: "string" },
+  action: { type: "string" },
+  limit: { type: "string" },
+  before: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+type Options = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
+
+export interface KeysEnvironment {
+  url: string;
+  token: string | undefined;
+}
+
+/** Runs one `keyplane keys` command; what it prints goes to `out`. Throws CliError for the one-line error. */
+export async function keysCommand(argv: string[], env: KeysEnvironment, out: (text: string) => void, fetchImpl?: typeof fetch): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new CliError(`${(error as Error).message}\n\n${KEYS_USAGE}`);
+  }
+  const { values: o, positionals } = parsed;
+  const [command, arg, ...extra] = positionals;
+  if (o.help || command === undefined) return out(KEYS_USAGE + "\n");
+  if (o.output !== "table" && o.output !== "json") throw new CliError(`-o must be table or json, not "${o.output}"`);
+  if (extra.length) throw new CliError(`unexpected argument "${extra[0]}"`);
+  if (!env.token) throw new CliError("KEYPLANE_TOKEN is not set: export an API key to call the API with");
+  const api = apiClient(env.url, env.token, fetchImpl);
+  const show = (value: unknown, asTable: () => string) => out(o.output === "json" ? JSON.stringify(value, null, 2) + "\n" : asTable());
+
+  switch (command) {
+    case "list": {
+      const keys = (await api.request("GET", basePath(o.path) + listQuery(o))) as Key[];
+      return show(keys, () => keyTable(keys));
+    }
+    case "get": {
+      const key = (await api.request("GET", `/keys/${keyRef(arg)}`)) as Key;
+      return show(key, () => keyTable([key]));
+    }
+    case "create": {
+      if (!arg) throw new CliError("create needs the new key's NAME");
+      const body = { name: arg, ...(o.inactive && { active: false }), ...expiry(o) };
+      const key = (await api.request("POST", basePath(o.path), body)) as Key;
+      return show(key, () => keyTable([key], { wholeToken: true }));
+    }
+    case "update": {
+      const body = {
+        ...(o.name !== undefined && { name: o.name }),
+        ...(o.active !== undefined && { active: bool(o.active, "--active") }),
+        ...(o["expires-at"] !== undefined && { expiresAt: o["expires-at"] === "never" ? null : o["expires-at"] }),
+      };
+      const key = (await api.request("PUT", `/keys/${keyRef(arg)}`, body)) as Key;
+      return show(key, () => keyTable([key]));
+    }
+    case "rotate": {
+      const body = { ...(o.grace !== undefined && { gracePeriodSeconds: integer(o.grace, "--grace") }), ...expiry(o) };
+      const key = (await api.request("POST", `/keys/${keyRef(arg)}/rotate`, body)) as Key;
+      return show(key, () => keyTable([key], { wholeToken: true }));
+    }
+    case "delete": {
+      await api.request("DELETE", `/keys/${keyRef(arg)}`);
+      return show({ deleted: arg }, () => `deleted key ${arg}\n`);
+    }
+    case "events": {
+      const path = arg === undefined ? "/events" : `/keys/${keyRef(arg)}/events`;
+      const events = (await api.request("GET", path + eventsQuery(o))) as KeyEvent[];
+      return show(events, () => eventTable(events));
+    }
+    default:
+      throw new CliError(`unknown command "keys ${command}"\n\n${KEYS_USAGE}`);
+  }
+}
+
+interface Key {
+  id: number;
+  keyId: string;
+  name: string;
+  type: string;
+  active: boolean;
+  tenant?: { name: string };
+  domain?: { domain: string };
+  application?: { name: string };
+  subscriber?: { msisdn: string };
+  user?: { email: string };
+  expiresAt?: string | null;
+  lastUsedAt?: string | null;
+  createdAt: string;
+}
+
+interface KeyEvent {
+  id: number;
+  at: string;
+  action: string;
+  key: { id: number; name: string };
+  actor: { type: string; name?: string; id?: number; apiKey?: string };
+  changes?: Record<string, [unknown, unknown]>;
+}
+
+function keyTable(keys: Key[], { wholeToken = false } = {}): string {
+  return table(
+    ["ID", "NAME", "TYPE", "ACTIVE", "SCOPE", "KEY", "EXPIRES", "LAST USED", "CREATED"],
+    keys.map((k) => [
+      String(k.id), k.name, k.type, String(k.active), scopeOf(k),
+      wholeToken ? k.keyId : hint(k.keyId), k.expiresAt ?? "-", k.lastUsedAt ?? "-", k.createdAt,
+    ]),
+  );
+}
+
+function eventTable(events: KeyEvent[]): string {
+  return table(
+    ["ID", "AT", "ACTION", "KEY", "ACTOR", "CHANGES"],
+    events.map((e) => [String(e.id), e.at, e.action, `${e.key.id} ${e.key.name}`, actorOf(e.actor), changesOf(e.changes)]),
+  );
+}
+
+const scopeOf = (k: Key) => [k.tenant?.name, k.domain?.domain, k.application?.name, k.subscriber?.msisdn, k.user?.email].filter(Boolean).join("/");
+const hint = (keyId: string) => `${keyId.slice(0, 2)}…${keyId.slice(-4)}`;
+const actorOf = (a: KeyEvent["actor"]) => (a.type === "key" ? `key ${a.id} ${a.name}` : a.type === "operator" ? `operator ${a.apiKey}` : a.type);
+const changesOf = (changes: KeyEvent["changes"]) =>
+  Object.entries(changes ?? {}).map(([field, [before, after]]) => `${field}: ${JSON.stringify(before)} -> ${JSON.stringify(after)}`).join(", ") || "-";
+
+/** A key's id or keyId, as one path segment. */
+function keyRef(arg: string | undefined): string {
+  if (!arg) throw new CliError("this command needs a KEY: a key's numeric id or its keyId");
+  return encodeURIComponent(arg);
+}
+
+function basePath(path: string | undefined): string {
+  if (!path?.startsWith("/") || !/\/(api)?keys$/.test(path)) throw new CliError(`--path must be a key path of the API ending in /keys, such as /customers/acme/keys`);
+  return path;
+}
+
+function listQuery(o: Options): string {
+  const q = new URLSearchParams();
+  if (o.name !== undefined) q.set("name", o.name);
+  if (o.type !== undefined) q.set("type", o.type);
+  if (o.active !== undefined) q.set("active", String(bool(o.active, "--active")));
+  return q.size ? `?${q}` : "";
+}
+
+function eventsQuery(o: Options): string {
+  const q = new URLSearchParams();
+  if (o.action !== undefined) q.set("action", o.action);
+  if (o.limit !== undefined) q.set("limit", String(integer(o.limit, "--limit")));
+  if (o.before !== undefined) q.set("before", String(integer(o.before, "--before")));
+  return q.size ? `?${q}` : "";
+}
+
+function expiry(o: Options): Record<string, unknown> {
+  if (o["expires-in"] !== undefined && o["expires-at"] !== undefined) throw new CliError("give --expires-in or --expires-at, not both");
+  if (o["expires-in"] !== undefined) return { expiresIn: integer(o["expires-in"], "--expires-in") };
+  if (o["expires-at"] !== undefined) return { expiresAt: o["expires-at"] };
+  return {};
+}
+
+function bool(value: string, flag: string): boolean {
+  if (value === "true" || value === "false") return value === "true";
+  throw new CliError(`${flag} must be true or false, not "${value}"`);
+}
+
+function integer(value: string, flag: string): number {
+  if (!/^\d+$/.test(value)) throw new CliError(`${flag} must be a whole number, not "${value}"`);
+  return Number(value);
+}

@@ -1,0 +1,113 @@
+import { execFile } from "node:child_process";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startService, type TestService } from "../support/service.ts";
+import { createTenant, type Tenant } from "../support/world.ts";
+
+// `keyplane keys` as a user runs it: the real command in its own process, against a real server.
+const MAIN = join(import.meta.dirname, "../../src/cli/main.ts");
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+describe("keyplane keys", () => {
+  let svc: TestService;
+  let server: Server;
+  let url: string;
+  let acme: Tenant;
+
+  const keyplane = (args: string[], env: Record<string, string | undefined> = {}): Promise<Run> =>
+    new Promise((resolve) => {
+      const vars = { KEYPLANE_URL: url, KEYPLANE_TOKEN: acme.keys.customer, ...env };
+      const defined = Object.fromEntries(Object.entries(vars).filter(([, v]) => v !== undefined)) as Record<string, string>;
+      execFile(process.execPath, [MAIN, "keys", ...args], { env: { PATH: process.env.PATH, ...defined } }, (error, stdout, stderr) =>
+        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+      );
+    });
+  const json = async (args: string[]) => {
+    const run = await keyplane([...args, "-o", "json"]);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    return JSON.parse(run.stdout);
+  };
+  const failsWith = (run: Run, pattern: RegExp) => {
+    expect(run.code).not.toBe(0);
+    expect(run.stdout).toBe("");
+    expect(run.stderr.trim()).toMatch(pattern);
+    expect(run.stderr.trim().split("\n")).toHaveLength(1); // one line, no stack trace
+  };
+
+  beforeAll(async () => {
+    svc = await startService("pglite");
+    acme = await createTenant(svc, "acme");
+    server = createServer(svc.app);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server?.close(resolve));
+    await svc?.stop();
+  });
+
+  it("lists the caller's keys as a table with a header row, never showing whole tokens", async () => {
+    const run = await keyplane(["list"]);
+    expect(run.code).toBe(0);
+    const [header, ...rows] = run.stdout.trim().split("\n");
+    expect(header).toMatch(/^ID\s+NAME\s+TYPE\s+ACTIVE\s+SCOPE\s+KEY\s+EXPIRES\s+LAST USED\s+CREATED$/);
+    const listed = (await svc.as(acme.keys.customer).get("/keys")).body as { keyId: string }[];
+    expect(rows).toHaveLength(listed.length);
+    for (const key of listed) expect(run.stdout).not.toContain(key.keyId);
+    expect(run.stdout).toContain("acme/sip.acme.example");
+  });
+
+  it("prints JSON with -o json: what the API answers", async () => {
+    const listed = (await svc.as(acme.keys.customer).get("/keys")).body;
+    expect(await json(["list"])).toEqual(listed);
+    expect(await json(["list", "--type", "application"])).toEqual(listed.filter((k: { type: string }) => k.type === "application"));
+  });
+
+  it("creates a key at a path's scope and shows its token that once; gets it by id and by keyId", async () => {
+    const path = "/customers/acme/domains/sip.acme.example/keys";
+    const run = await keyplane(["create", "billing", "--path", path]);
+    expect(run.code).toBe(0);
+    const created = (await svc.as(acme.keys.customer).get(`${path}?name=billing`)).body[0];
+    expect(run.stdout).toContain(created.keyId);
+    expect(await json(["get", String(created.id)])).toMatchObject({ id: created.id, name: "billing", domain: { domain: "sip.acme.example" } });
+    expect(await json(["get", created.keyId])).toMatchObject({ id: created.id });
+  });
+
+  it("updates a key's name and active, then deletes it", async () => {
+    const created = await json(["create", "temp", "--inactive"]);
+    expect(created.active).toBe(false);
+    const updated = await json(["update", String(created.id), "--name", "renamed", "--active", "true"]);
+    expect(updated).toMatchObject({ id: created.id, name: "renamed", active: true });
+    const deleted = await keyplane(["delete", String(created.id)]);
+    expect(deleted).toMatchObject({ code: 0, stdout: `deleted key ${created.id}\n` });
+    failsWith(await keyplane(["get", String(created.id)]), /^keyplane: .*\(404 not_found\)$/);
+  });
+
+  it("fails with one line and a non-zero exit for a bad token, an unreachable server, a 4xx and bad arguments", async () => {
+    failsWith(await keyplane(["list"], { KEYPLANE_TOKEN: "XI" + "0".repeat(32) }), /\(401 unauthorized\)$/);
+    failsWith(await keyplane(["list"], { KEYPLANE_TOKEN: undefined }), /KEYPLANE_TOKEN is not set/);
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    failsWith(await keyplane(["list"], { KEYPLANE_URL: `http://127.0.0.1:${port}` }), /cannot reach http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED/);
+    failsWith(await keyplane(["create", "x".repeat(200)]), /\(400 bad_request\)$/);
+    failsWith(await keyplane(["update", "1", "--active", "yes"]), /--active must be true or false/);
+    failsWith(await keyplane(["list", "-o", "yaml"]), /-o must be table or json/);
+  });
+
+  it("never puts the caller's token in an error", async () => {
+    const token = "XI" + "A".repeat(32);
+    const run = await keyplane(["get", token], { KEYPLANE_TOKEN: token });
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).not.toContain(token);
+  });
+});
