@@ -279,6 +279,25 @@ describe("bodies", () => {
     );
   });
 
+  it("a user with any valid email up to 254 characters is created with its key, named by the email", async () => {
+    // Longer than a key name may be (128): the user's key is still named by the whole email.
+    const label = fc.stringMatching(/^[a-z0-9]{40,63}$/);
+    const email = fc
+      .tuple(fc.stringMatching(/^[a-z0-9]{1,64}$/), fc.array(label, { minLength: 2, maxLength: 3 }))
+      .map(([local, labels]) => `${local}@${labels.join(".")}.example`)
+      .filter((e) => e.length > 128 && e.length <= 254);
+    await fc.assert(
+      fc.asyncProperty(email, async (address) => {
+        const r: Send = { method: "POST", path: "/admin/customers/sandbox/users", token: svc.adminToken, contentType: "application/json", body: JSON.stringify({ email: address }) };
+        const a = await send(r);
+        expectWellFormed(a, describeSend(r));
+        expect(a.status, a.text).toBe(201);
+        expect(JSON.parse(a.text)).toMatchObject({ email: address, key: { name: address, type: "user" } });
+      }),
+      { numRuns: 25 },
+    );
+  });
+
   const JSON_TYPES = ["application/json", "application/json; charset=utf-8", "Application/JSON", "application/json;charset=UTF-8", " application/json "];
   const OTHER_TYPES = [
     undefined, "", "text/plain", "text/json", "text/html; charset=utf-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=xyz",
