@@ -1,6 +1,15 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
+// The arrows between src/'s folders (docs/architecture.md): domain <- store <- services <- http,
+// operator, runtime, cli. A file importing against them fails lint. Top-level files (config.ts,
+// logging.ts, keyplane.ts: the composition root) may import any folder; tests are not bound.
+const layer = (folder, forbidden, why) => ({
+  files: [`src/${folder}/**/*.ts`],
+  ignores: ["**/*.test.ts"],
+  rules: { "no-restricted-imports": ["error", { patterns: [{ regex: forbidden, message: `${folder}/ ${why}` }] }] },
+});
+
 export default tseslint.config(
   { ignores: ["node_modules/", "coverage/", ".keyplane/"] },
   js.configs.recommended,
@@ -11,4 +20,8 @@ export default tseslint.config(
       "@typescript-eslint/consistent-type-imports": "error",
     },
   },
+  layer("domain", "^\\.\\./", "holds pure rules: it imports nothing of keyplane's outside domain/."),
+  layer("store", "^\\.\\./(?!domain/)", "may import only domain/."),
+  layer("services", "^\\.\\./(?!(domain|store)/)", "may import only store/ and domain/."),
+  ...["http", "operator", "runtime", "cli"].map((folder) => layer(folder, "^\\.\\./store/", "reaches the store only through services/.")),
 );

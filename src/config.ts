@@ -1,10 +1,14 @@
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { parseMasterKey } from "./domain/seal.ts";
 
-// Configuration from the environment (CONTRACT 4).
+// Every setting keyplane reads from the environment is read and checked here, and only here
+// (README.md, "Configuration"); the rest of the code takes what it needs as arguments.
+const seconds = z.coerce.number().positive();
 const env = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default("127.0.0.1"),
@@ -15,7 +19,30 @@ const env = z.object({
   KEYPLANE_RUNTIME_HEADER: z.string().regex(/^[A-Za-z0-9-]+$/, "KEYPLANE_RUNTIME_HEADER must be a header name").default("X-SVC-APIKey"),
   KEYPLANE_OPERATOR: z.enum(["on", "off", "auto"]).default("auto"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  // The operator's (docs/operator.md).
+  POD_NAME: z.string().min(1).optional(),
+  POD_NAMESPACE: z.string().min(1).optional(),
+  KEYPLANE_LEASE_NAMESPACE: z.string().min(1).optional(),
+  KEYPLANE_WATCH_NAMESPACE: z.string().min(1).optional(),
+  KEYPLANE_LEASE_DURATION_SECONDS: seconds.optional(),
+  KEYPLANE_RESYNC_SECONDS: seconds.optional(),
+  KUBECONFIG: z.string().min(1).optional(),
+  KUBERNETES_SERVICE_HOST: z.string().min(1).optional(),
+  HOME: z.string().min(1).optional(),
 });
+
+export interface OperatorConfig {
+  mode: "on" | "off" | "auto";
+  /** Where a cluster is configured (a kubeconfig, or a pod's service account); undefined for nowhere. */
+  cluster: string | undefined;
+  /** This replica in the leader-election Lease: POD_NAME, else host name and pid. */
+  identity: string;
+  leaseNamespace: string;
+  /** Only this namespace's ApiKeys; all namespaces when undefined. */
+  watchNamespace: string | undefined;
+  leaseDurationMs: number | undefined;
+  resyncMs: number | undefined;
+}
 
 export interface Config {
   port: number;
@@ -25,7 +52,7 @@ export interface Config {
   adminToken: string | undefined;
   masterKey: Buffer | undefined;
   runtimeHeader: string;
-  operator: "on" | "off" | "auto";
+  operator: OperatorConfig;
   logLevel: string;
 }
 
@@ -44,9 +71,26 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     adminToken: e.KEYPLANE_ADMIN_TOKEN,
     masterKey: e.KEYPLANE_MASTER_KEY ? parseMasterKey(e.KEYPLANE_MASTER_KEY) : undefined,
     runtimeHeader: e.KEYPLANE_RUNTIME_HEADER,
-    operator: e.KEYPLANE_OPERATOR,
+    operator: {
+      mode: e.KEYPLANE_OPERATOR,
+      cluster: clusterConfigured(e),
+      identity: e.POD_NAME ?? `${hostname()}-${process.pid}`,
+      leaseNamespace: e.KEYPLANE_LEASE_NAMESPACE ?? e.POD_NAMESPACE ?? "default",
+      watchNamespace: e.KEYPLANE_WATCH_NAMESPACE,
+      leaseDurationMs: e.KEYPLANE_LEASE_DURATION_SECONDS !== undefined ? e.KEYPLANE_LEASE_DURATION_SECONDS * 1000 : undefined,
+      resyncMs: e.KEYPLANE_RESYNC_SECONDS !== undefined ? e.KEYPLANE_RESYNC_SECONDS * 1000 : undefined,
+    },
     logLevel: e.LOG_LEVEL,
   };
+}
+
+/** Where a cluster is configured: a kubeconfig (KUBECONFIG or ~/.kube/config), or a pod's service account. */
+function clusterConfigured(e: Pick<z.output<typeof env>, "KUBECONFIG" | "HOME" | "KUBERNETES_SERVICE_HOST">): string | undefined {
+  if (e.KUBECONFIG) return `KUBECONFIG=${e.KUBECONFIG}`;
+  const home = join(e.HOME ?? homedir(), ".kube", "config");
+  if (existsSync(home)) return home;
+  if (e.KUBERNETES_SERVICE_HOST && existsSync("/var/run/secrets/kubernetes.io/serviceaccount/token")) return "in-cluster service account";
+  return undefined;
 }
 
 export interface Secrets {

@@ -1,8 +1,7 @@
 #!/usr/bin/env node
 import { loadConfig } from "../config.ts";
-import { migrateOnly, serve } from "../main.ts";
 
-// The keyplane command: one verb per file's worth of work.
+// The keyplane command: a dispatcher; each command is a file of its own beside this one.
 const USAGE = `usage: keyplane <command>
 
 commands:
@@ -17,12 +16,14 @@ configuration comes from the environment: see README.md.`;
 async function main(argv: string[]): Promise<number> {
   const [command] = argv;
   switch (command) {
-    case "serve":
+    case "serve": {
+      const { serve } = await import("./serve.ts");
       await serve(loadConfig());
       return -1; // keeps running until a signal
+    }
     case "migrate": {
-      const applied = await migrateOnly(loadConfig());
-      process.stdout.write(applied.length ? `applied migrations: ${applied.join(", ")}\n` : "database is up to date\n");
+      const { migrateCommand } = await import("./migrate.ts");
+      await migrateCommand(loadConfig());
       return 0;
     }
     case "crd": {

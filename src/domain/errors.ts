@@ -70,3 +70,26 @@ export const unauthorized = (message = UNAUTHORIZED) =>
 export const notFound = (message: string) => new AppError("not_found", message);
 export const conflict = (message: string) => new AppError("conflict", message);
 export const badRequest = (message: string) => new AppError("bad_request", message);
+
+// The store's failures, as the rest of keyplane sees them: the store translates its drivers' errors
+// into these, in its one query wrapper, so nothing outside it knows SQLSTATEs or driver messages.
+
+/** The database cannot be reached (refused, reset, timed out, shutting down): unavailable, not broken. */
+export class StoreUnavailable extends AppError {
+  /** The driver's or the server's code, for the log. */
+  readonly reason: string;
+
+  constructor(reason: string) {
+    super("unavailable", "The key store is unavailable; try again shortly.");
+    this.name = "StoreUnavailable";
+    this.reason = reason;
+  }
+}
+
+/** A write that a unique index refused: the thing already exists. */
+export class UniqueViolation extends Error {
+  constructor() {
+    super("a unique index refused the write");
+    this.name = "UniqueViolation";
+  }
+}

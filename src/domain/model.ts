@@ -82,7 +82,7 @@ export interface StoredKey extends Scope {
 }
 
 /** A key as the service hands it out: the token (keyId) unsealed. */
-export interface ApiKey extends Omit<StoredKey, "sealed" | "hash"> {
+export interface Key extends Omit<StoredKey, "sealed" | "hash"> {
   keyId: string;
 }
 
@@ -91,13 +91,4 @@ export function keyTypeFor(scope: Scope): KeyType {
   if (scope.applicationId !== null) return "application";
   if (scope.subscriberId !== null) return "subscriber";
   return "customer";
-}
-
-export function scopeOf(x: Scope): Scope {
-  return {
-    tenantId: x.tenantId,
-    domainId: x.domainId,
-    applicationId: x.applicationId,
-    subscriberId: x.subscriberId,
-  };
 }

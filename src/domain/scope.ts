@@ -7,6 +7,17 @@ export interface Scope {
   readonly subscriberId: number | null;
 }
 
+/**
+ * A scope named by references, outermost first: path segments (`/customers/{customer}/domains/...`)
+ * or an ApiKey's spec. Each entity by id, uuid or name (and `self` on key paths).
+ */
+export interface ScopeRefs {
+  customer?: string | undefined;
+  domain?: string | undefined;
+  application?: string | undefined;
+  subscriber?: string | undefined;
+}
+
 export type Level = "customer" | "domain" | "application" | "subscriber";
 
 export function levelOf(scope: Scope): Level {
@@ -16,12 +27,29 @@ export function levelOf(scope: Scope): Level {
   return "customer";
 }
 
-export function tenantScope(tenantId: number): Scope {
+export function customerScope(tenantId: number): Scope {
   return { tenantId, domainId: null, applicationId: null, subscriberId: null };
 }
 
 export function domainScope(tenantId: number, domainId: number): Scope {
   return { tenantId, domainId, applicationId: null, subscriberId: null };
+}
+
+export function applicationScope(tenantId: number, domainId: number, applicationId: number): Scope {
+  return { tenantId, domainId, applicationId, subscriberId: null };
+}
+
+export function subscriberScope(tenantId: number, domainId: number, subscriberId: number): Scope {
+  return { tenantId, domainId, applicationId: null, subscriberId };
+}
+
+/** The scope of anything that carries one (a key, a principal): just its four ids. */
+export function scopeOf(x: Scope): Scope {
+  return { tenantId: x.tenantId, domainId: x.domainId, applicationId: x.applicationId, subscriberId: x.subscriberId };
+}
+
+export function sameScope(a: Scope, b: Scope): boolean {
+  return a.tenantId === b.tenantId && a.domainId === b.domainId && a.applicationId === b.applicationId && a.subscriberId === b.subscriberId;
 }
 
 /**

@@ -3,7 +3,7 @@ import { createCipheriv, createDecipheriv, createSecretKey, randomBytes } from "
 // Tokens are stored sealed with AES-256-GCM under the master key, so the API can show keyIds again
 // while the database alone never yields a usable token. The look-up hash is bound as additional
 // data: a sealed copy moved onto another row fails to open.
-const VERSION = 1;
+const SEAL_FORMAT = 1;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
@@ -21,10 +21,10 @@ export function createSealer(masterKeyBytes: Buffer): Sealer {
       const iv = randomBytes(IV_BYTES);
       const cipher = createCipheriv("aes-256-gcm", masterKey, iv).setAAD(hash);
       const body = Buffer.concat([cipher.update(token, "latin1"), cipher.final()]);
-      return Buffer.concat([Buffer.of(VERSION), iv, cipher.getAuthTag(), body]);
+      return Buffer.concat([Buffer.of(SEAL_FORMAT), iv, cipher.getAuthTag(), body]);
     },
     open(sealed, hash) {
-      if (sealed[0] !== VERSION) throw new Error(`unknown sealed token version ${sealed[0]}`);
+      if (sealed[0] !== SEAL_FORMAT) throw new Error(`unknown sealed token version ${sealed[0]}`);
       const iv = sealed.subarray(1, 1 + IV_BYTES);
       const tag = sealed.subarray(1 + IV_BYTES, 1 + IV_BYTES + TAG_BYTES);
       const decipher = createDecipheriv("aes-256-gcm", masterKey, iv).setAAD(hash).setAuthTag(tag);

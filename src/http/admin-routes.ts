@@ -1,6 +1,6 @@
 import type { Request } from "express";
 import type { Customer, Domain } from "../domain/model.ts";
-import { tenantScope } from "../domain/scope.ts";
+import { customerScope } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
 import * as directory from "../services/directory.ts";
 import { provisionKey } from "../services/keys.ts";
@@ -138,7 +138,7 @@ export function adminRoutes(ctx: Context, runtimeHeader: string): Route[] {
       ok: { status: 200, description: "The key", schema: keyObject },
       handle: async (req, res, { body }) => {
         const { id } = await customer(req);
-        const { key } = await provisionKey(ctx, tenantScope(id), body);
+        const { key } = await provisionKey(ctx, customerScope(id), body);
         res.json(keyJson(key));
       },
     }),

@@ -3,7 +3,6 @@ import "./request.ts";
 import { unauthorized } from "../domain/errors.ts";
 import { authenticate } from "../services/authenticate.ts";
 import type { Context } from "../services/context.ts";
-import type { Migration } from "../store/migrate.ts";
 import { adminRoutes } from "./admin-routes.ts";
 import { hasBody, isJson } from "./body.ts";
 import { isAdminToken } from "./admin-token.ts";
@@ -18,7 +17,6 @@ import { mount, type Route } from "./route.ts";
 export interface AppOptions {
   adminToken: string;
   runtimeHeader: string;
-  migrations: Migration[];
   version: string;
 }
 
@@ -41,7 +39,7 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
   const routes: Route[] = [];
   let openapi: object | undefined;
   routes.push(
-    ...healthRoutes(ctx, options.migrations, () => (openapi ??= openApiDocument(routes, options.version))),
+    ...healthRoutes(ctx, () => (openapi ??= openApiDocument(routes, options.version))),
     ...adminRoutes(ctx, options.runtimeHeader),
     ...keysRoutes(ctx),
   );

@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { ErrorRequestHandler } from "express";
 import type { Logger } from "pino";
-import { AppError, codeOf, statusOf, type ErrorCode } from "../domain/errors.ts";
+import { AppError, codeOf, statusOf, StoreUnavailable, type ErrorCode } from "../domain/errors.ts";
 
 // Every error leaves as {"status", "error", "message"} (CONTRACT 3), through these two functions.
 export function sendError(res: ServerResponse, code: ErrorCode, message: string): void {
@@ -10,18 +10,6 @@ export function sendError(res: ServerResponse, code: ErrorCode, message: string)
   if (status === 401) res.setHeader("WWW-Authenticate", 'Bearer realm="keyplane"');
   res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
   res.end(body);
-}
-
-/** Errors of the database's connection, not of the statement: the service is unavailable, not broken. */
-function isUnavailable(error: unknown): boolean {
-  const e = error as { code?: unknown; message?: unknown } | null;
-  const code = typeof e?.code === "string" ? e.code : "";
-  const message = typeof e?.message === "string" ? e.message : "";
-  return (
-    ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EHOSTUNREACH", "EPIPE", "57P01", "57P02", "57P03", "53300"].includes(code) ||
-    code.startsWith("08") ||
-    /timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|PGlite is closed|pool after calling end/i.test(message)
-  );
 }
 
 /** The error an express body parser reports, by its `type`. */
@@ -49,6 +37,7 @@ export function answerError(res: ServerResponse, error: unknown, log: Logger, re
     res.destroy();
     return;
   }
+  if (error instanceof StoreUnavailable) log.warn({ reason: error.reason, reqId }, "database unavailable");
   if (error instanceof AppError) return sendError(res, error.code, error.message);
   const parsed = parserError(error as { type?: string });
   if (parsed) return sendError(res, ...parsed);
@@ -56,10 +45,6 @@ export function answerError(res: ServerResponse, error: unknown, log: Logger, re
   const status = (error as { status?: unknown }).status;
   const code = typeof status === "number" && status >= 400 && status < 500 ? codeOf(status) : undefined;
   if (code) return sendError(res, code, "The request could not be understood.");
-  if (isUnavailable(error)) {
-    log.warn({ err: error, reqId }, "database unavailable");
-    return sendError(res, "unavailable", "The key store is unavailable; try again shortly.");
-  }
   log.error({ err: error, reqId }, "unexpected error");
   sendError(res, "internal", "An unexpected error occurred.");
 }

@@ -1,9 +1,9 @@
 import type { Context } from "../services/context.ts";
-import { migrationsApplied, type Migration } from "../store/migrate.ts";
+import { isReady } from "../services/health.ts";
 import { sendError } from "./errors.ts";
 import { route, type Route } from "./route.ts";
 
-export function healthRoutes(ctx: Context, migrations: Migration[], openapi: () => object): Route[] {
+export function healthRoutes(ctx: Context, openapi: () => object): Route[] {
   return [
     route({
       method: "get", path: "/healthz", tag: "health", auth: "none", summary: "The process is alive",
@@ -14,8 +14,7 @@ export function healthRoutes(ctx: Context, migrations: Migration[], openapi: () 
       method: "get", path: "/readyz", tag: "health", auth: "none", summary: "The database is reachable and migrated",
       ok: { status: 200, description: "Ready" },
       handle: async (_req, res) => {
-        const ready = await migrationsApplied(ctx.db, migrations).catch(() => false);
-        if (ready) res.json({ status: "ok" });
+        if (await isReady(ctx)) res.json({ status: "ok" });
         else sendError(res, "unavailable", "The key store is not reachable or not migrated.");
       },
     }),

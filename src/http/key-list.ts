@@ -1,5 +1,5 @@
 import type { Request, Response } from "express";
-import type { ApiKey } from "../domain/model.ts";
+import type { Key } from "../domain/model.ts";
 import { keyJson } from "./present.ts";
 
 /**
@@ -10,11 +10,11 @@ import { keyJson } from "./present.ts";
 export async function sendKeyList(
   req: Request,
   res: Response,
-  read: (limit?: number) => AsyncIterable<ApiKey>,
+  read: (limit?: number) => AsyncIterable<Key>,
   limit: number | undefined,
 ): Promise<void> {
   if (limit !== undefined) {
-    const page: ApiKey[] = [];
+    const page: Key[] = [];
     for await (const key of read(limit + 1)) page.push(key);
     if (page.length > limit) {
       page.length = limit;

@@ -1,9 +1,9 @@
 import type { Request } from "express";
 import { unauthorized } from "../domain/errors.ts";
-import { mayManage, type Scope } from "../domain/scope.ts";
+import { mayManage, type Scope, type ScopeRefs } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
 import { deleteKey, getKey, listKeys, provisionKey, updateKey } from "../services/keys.ts";
-import { resolvePathScope, type PathRefs } from "../services/path-scope.ts";
+import { resolvePathScope } from "../services/path-scope.ts";
 import { sendKeyList } from "./key-list.ts";
 import { callerKeyJson, keyJson } from "./present.ts";
 import { route, type Route } from "./route.ts";
@@ -37,7 +37,7 @@ async function targetScope(ctx: Context, req: Request): Promise<Scope> {
   if (!("customer" in req.params || "domain" in req.params || "application" in req.params || "subscriber" in req.params)) {
     return caller;
   }
-  const resolved = await resolvePathScope(ctx, req.params as PathRefs, caller);
+  const resolved = await resolvePathScope(ctx, req.params as ScopeRefs, caller);
   if (!resolved || !mayManage(caller, resolved.gate)) throw unauthorized("This key may not manage keys here.");
   return resolved.target;
 }

@@ -4,10 +4,11 @@ import { z } from "zod";
 import { keyNameSchema } from "../domain/key-name.ts";
 import type { V1ObjectMeta } from "@kubernetes/client-node";
 import type { KeyType } from "../domain/model.ts";
+import type { ScopeRefs } from "../domain/scope.ts";
 
 export const GROUP = "keyplane.dev";
-export const VERSION = "v1alpha1";
-export const API_VERSION = `${GROUP}/${VERSION}`;
+export const CRD_VERSION = "v1alpha1";
+export const API_VERSION = `${GROUP}/${CRD_VERSION}`;
 export const KIND = "ApiKey";
 export const PLURAL = "apikeys";
 export const SINGULAR = "apikey";
@@ -158,11 +159,8 @@ export interface ApiKey {
 }
 
 /** A spec with every default resolved, metadata.name included. */
-export interface EffectiveSpec {
+export interface EffectiveSpec extends ScopeRefs {
   customer: string;
-  domain?: string | undefined;
-  application?: string | undefined;
-  subscriber?: string | undefined;
   keyName: string;
   active: boolean;
   secret: { name: string; key: string; labels: Record<string, string>; annotations: Record<string, string> };

@@ -5,7 +5,7 @@ import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import type { KubeConfig, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { Context } from "../services/context.ts";
-import { API_VERSION, GROUP, KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, VERSION, type ApiKey } from "./apikey.ts";
+import { API_VERSION, GROUP, KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, CRD_VERSION, type ApiKey } from "./apikey.ts";
 import { listenForManagedKeyChanges } from "./feed.ts";
 import type { ObjectCache } from "./gather.ts";
 import { Informer, type ListPage } from "./informer.ts";
@@ -74,7 +74,7 @@ function listenUntilStopped(o: ControllerOptions, leadership: AbortSignal, onCha
   const attempt = async (failures: number): Promise<void> => {
     if (leadership.aborted) return;
     try {
-      unlisten = await listenForManagedKeyChanges(o.ctx.db, onChanged, onMissed);
+      unlisten = await listenForManagedKeyChanges(o.ctx, onChanged, onMissed);
       if (failures > 0) onMissed();
       if (leadership.aborted) await unlisten();
     } catch (error) {
@@ -101,10 +101,10 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
   const apiKeys = new Informer<ApiKey>({
     name: "apikeys",
     kubeConfig,
-    path: ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${PLURAL}` : `/apis/${GROUP}/${VERSION}/${PLURAL}`,
+    path: ns ? `/apis/${GROUP}/${CRD_VERSION}/namespaces/${ns}/${PLURAL}` : `/apis/${GROUP}/${CRD_VERSION}/${PLURAL}`,
     list: (page) => (ns
-      ? objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: PLURAL, ...page })
-      : objects.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, resourcePlural: PLURAL, ...page })) as Promise<ListPage<ApiKey>>,
+      ? objects.listNamespacedCustomObject({ group: GROUP, version: CRD_VERSION, namespace: ns, plural: PLURAL, ...page })
+      : objects.listCustomObjectForAllNamespaces({ group: GROUP, version: CRD_VERSION, resourcePlural: PLURAL, ...page })) as Promise<ListPage<ApiKey>>,
     onChange: (_type, apiKey) => enqueue({ namespace: apiKey.metadata.namespace ?? "", name: apiKey.metadata.name ?? "" }),
     log,
     backoff: o.watchBackoff,

@@ -12,7 +12,7 @@ import {
   SHORT_NAME,
   SINGULAR,
   scopeRules,
-  VERSION,
+  CRD_VERSION,
 } from "./apikey.ts";
 
 /** A JSON (OpenAPI v3) schema node, as the API server reads it. */
@@ -86,7 +86,7 @@ export function buildCrd(): Crd {
       scope: "Namespaced",
       versions: [
         {
-          name: VERSION,
+          name: CRD_VERSION,
           served: true,
           storage: true,
           subresources: { status: {} },

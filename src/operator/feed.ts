@@ -1,7 +1,7 @@
 // The key store's changes, as the database announces them (LISTEN/NOTIFY, on PostgreSQL and PGlite):
 // a key changed through REST names the ApiKey that manages it, which is then reconciled at once.
-import type { Database } from "../store/database.ts";
-import { listenForKeyChanges } from "../store/key-changes.ts";
+import type { Context } from "../services/context.ts";
+import { onKeyChanges } from "../services/key-changes.ts";
 import type { ObjectRef } from "./kube-api.ts";
 
 /** "namespace/name" (managed_by) as a reference; undefined for anything else. */
@@ -16,9 +16,9 @@ export function parseOwner(managedBy: unknown): ObjectRef | undefined {
  * Calls `onChanged` with the ApiKey that manages each changed key, and `onMissed` whenever
  * notifications may have been lost (the listening connection was re-established). Returns the unlisten.
  */
-export function listenForManagedKeyChanges(db: Database, onChanged: (owner: ObjectRef) => void, onMissed: () => void): Promise<() => Promise<void>> {
-  return listenForKeyChanges(
-    db,
+export function listenForManagedKeyChanges(ctx: Context, onChanged: (owner: ObjectRef) => void, onMissed: () => void): Promise<() => Promise<void>> {
+  return onKeyChanges(
+    ctx,
     (change) => {
       const owner = parseOwner(change.managedBy);
       if (owner) onChanged(owner);

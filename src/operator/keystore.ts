@@ -1,11 +1,11 @@
 // The operator's port onto the key service: what gather reads and apply changes in the key store,
 // through the same use cases as the REST API (idempotent provisioning, cache invalidation).
-import { scopeOf, type KeyType } from "../domain/model.ts";
-import type { Scope } from "../domain/scope.ts";
+import type { KeyType } from "../domain/model.ts";
+import { scopeOf, type Scope, type ScopeRefs } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
 import { deleteKey, provisionKey, unseal, updateKey } from "../services/keys.ts";
-import { resolveNamedScope, type NamedScope, type ScopeRefs } from "../services/named-scope.ts";
-import { keyClaimManagedBy, keyFindByIdentity, keyListByManagedBy, keyReleaseManagedBy } from "../store/keys.ts";
+import { resolveNamedScope, type NamedScope } from "../services/named-scope.ts";
+import { claimKey, findKeyByName, listManagedKeys, releaseKey } from "../services/managed-keys.ts";
 
 /** A key as the operator sees it: no token. */
 export interface KeyView {
@@ -24,7 +24,7 @@ export interface KeyWithToken extends KeyView {
 }
 
 export interface KeyStore {
-  resolveScope(refs: ScopeRefs): Promise<NamedScope>;
+  resolveScope(refs: ScopeRefs & { customer: string }): Promise<NamedScope>;
   /** The live key of this scope and name. */
   findKey(scope: Scope, name: string): Promise<KeyWithToken | undefined>;
   /** The live keys that `owner` manages. */
@@ -47,22 +47,22 @@ export function keyStoreFor(ctx: Context): KeyStore {
   return {
     resolveScope: (refs) => resolveNamedScope(ctx, refs),
     async findKey(scope, name) {
-      const stored = await keyFindByIdentity(ctx.db, scope, name);
+      const stored = await findKeyByName(ctx, scope, name);
       return stored && { ...view(stored), token: unseal(ctx, stored).keyId };
     },
     async listManaged(owner) {
-      return (await keyListByManagedBy(ctx.db, owner)).map(view);
+      return (await listManagedKeys(ctx, owner)).map(view);
     },
     async provision(scope, name, active, owner) {
       await provisionKey(ctx, scope, { name, active, managedBy: owner });
     },
-    claim: (id, owner) => keyClaimManagedBy(ctx.db, id, owner),
+    claim: (id, owner) => claimKey(ctx, id, owner),
     async update(key, change) {
       await updateKey(ctx, key.scope, String(key.id), change);
     },
     delete: (key) => deleteKey(ctx, key.scope, String(key.id)),
     async release(id, owner) {
-      await keyReleaseManagedBy(ctx.db, id, owner);
+      await releaseKey(ctx, id, owner);
     },
   };
 }

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { ApiException, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { CoreV1Event, KubeConfig, V1Secret } from "@kubernetes/client-node";
 import type { EventSpec } from "./actions.ts";
-import { GROUP, PLURAL, VERSION, type ApiKey, type ApiKeyStatus } from "./apikey.ts";
+import { GROUP, PLURAL, CRD_VERSION, type ApiKey, type ApiKeyStatus } from "./apikey.ts";
 
 export interface ObjectRef {
   namespace: string;
@@ -60,7 +60,7 @@ async function orUndefined<T>(call: Promise<T>): Promise<T | undefined> {
 export function kubeApiFor(kubeConfig: KubeConfig, reportingInstance: string): KubeApi {
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const objects = kubeConfig.makeApiClient(CustomObjectsApi);
-  const crd = { group: GROUP, version: VERSION, plural: PLURAL };
+  const crd = { group: GROUP, version: CRD_VERSION, plural: PLURAL };
   return {
     readApiKey: (ref) => orUndefined(objects.getNamespacedCustomObject({ ...crd, ...ref }) as Promise<ApiKey>),
     patchFinalizers: (apiKey, finalizers) =>

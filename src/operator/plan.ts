@@ -1,8 +1,8 @@
 // plan(input): what to do about one ApiKey, from what gather saw. Pure: no I/O, the clock comes in the
-// input. Each step is a small named check in an ordered list; the first to decide the outcome ends the
+// input. Each step is a small named check in an ordered list; the first to reach a decision ends the
 // list, and the checks before it may have added actions.
 import type { V1Secret } from "@kubernetes/client-node";
-import type { Scope } from "../domain/scope.ts";
+import { sameScope, type Scope } from "../domain/scope.ts";
 import { tokenHint } from "../domain/token.ts";
 import type { NamedScope } from "../services/named-scope.ts";
 import type { Action, EventSpec } from "./actions.ts";
@@ -38,14 +38,14 @@ export interface Plan {
   status?: ApiKeyStatus;
 }
 
-type Outcome = { next: "replan" } | { next: "done"; ready?: Readiness } | { next: "retry"; ready: Readiness };
+type Decision = { next: "replan" } | { next: "done"; ready?: Readiness } | { next: "retry"; ready: Readiness };
 
 /** An ApiKey whose spec is valid and whose scope exists. */
 type Facts = Omit<PlanInput, "spec" | "scope"> & { spec: EffectiveSpec; scope: Scope; owner: string };
 
 type StatusKeyType = NonNullable<ApiKeyStatus["key"]>["type"];
 
-type Check<T> = (input: T, actions: Action[]) => Outcome | undefined;
+type Check<T> = (input: T, actions: Action[]) => Decision | undefined;
 
 /** What managed_by holds for an ApiKey: "namespace/name". */
 export function ownerOf(apiKey: Pick<ApiKey, "metadata">): string {
@@ -61,10 +61,10 @@ export function plan(input: PlanInput): Plan {
   return settle(input, actions, run(reconciling, facts, actions) ?? { next: "done" });
 }
 
-function run<T>(checks: Check<T>[], input: T, actions: Action[]): Outcome | undefined {
+function run<T>(checks: Check<T>[], input: T, actions: Action[]): Decision | undefined {
   for (const check of checks) {
-    const outcome = check(input, actions);
-    if (outcome) return outcome;
+    const decision = check(input, actions);
+    if (decision) return decision;
   }
   return undefined;
 }
@@ -183,9 +183,9 @@ const reconciling: Check<Facts>[] = [
 // --- Status and warnings -----------------------------------------------------------------------
 
 /** Adds the status write (when the status changed) and a warning when the ApiKey turns not Ready. */
-function settle(input: PlanInput, actions: Action[], outcome: Outcome | undefined): Plan {
-  if (!outcome || outcome.next === "replan" || !outcome.ready) return { actions, next: outcome?.next ?? "done" };
-  const { ready } = outcome;
+function settle(input: PlanInput, actions: Action[], decision: Decision | undefined): Plan {
+  if (!decision || decision.next === "replan" || !decision.ready) return { actions, next: decision?.next ?? "done" };
+  const { ready } = decision;
   const current = input.apiKey.status;
   const owner = ownerOf(input.apiKey);
   const key = input.key && input.key.managedBy === owner ? input.key : undefined;
@@ -200,7 +200,7 @@ function settle(input: PlanInput, actions: Action[], outcome: Outcome | undefine
     actions.push({ type: "recordEvent", event: { type: "Warning", reason: ready.reason, message: ready.message } });
   }
   if (!sameJson(status, current)) actions.push({ type: "patchStatus", status });
-  return { actions, next: outcome.next, status };
+  return { actions, next: decision.next, status };
 }
 
 // --- Helpers -------------------------------------------------------------------------------------
@@ -247,8 +247,4 @@ function scopeText(spec: EffectiveSpec, upTo?: string): string {
     if (value !== undefined) parts.push(`${field} ${value}`);
   }
   return parts.join(", ");
-}
-
-function sameScope(a: Scope, b: Scope): boolean {
-  return a.tenantId === b.tenantId && a.domainId === b.domainId && a.applicationId === b.applicationId && a.subscriberId === b.subscriberId;
 }

@@ -1,13 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { backoffDelay, WorkQueue, type Outcome } from "./queue.ts";
+import { backoffDelay, WorkQueue, type ProcessResult } from "./queue.ts";
 
 /** A process function whose calls the test resolves one by one. */
 function controlled() {
-  const calls: Array<{ key: string; at: number; finish: (outcome: Outcome | Error) => void }> = [];
+  const calls: Array<{ key: string; at: number; finish: (outcome: ProcessResult | Error) => void }> = [];
   let running = 0;
   let maxRunning = 0;
   const process = (key: string) =>
-    new Promise<Outcome>((resolve, reject) => {
+    new Promise<ProcessResult>((resolve, reject) => {
       running++;
       maxRunning = Math.max(maxRunning, running);
       calls.push({

@@ -3,7 +3,7 @@
 // after an exponential backoff, and a delayed add keeps the earliest due time.
 
 /** What processing a key asks for next: nothing, or another go after the key's backoff. */
-export type Outcome = "done" | "retry";
+export type ProcessResult = "done" | "retry";
 
 export interface BackoffOptions {
   /** The first delay; each further failure in a row doubles it. */
@@ -17,7 +17,7 @@ export interface QueueOptions {
   /** How many keys are processed at once. */
   concurrency: number;
   backoff: BackoffOptions;
-  process: (key: string) => Promise<Outcome>;
+  process: (key: string) => Promise<ProcessResult>;
   /** Called with what `process` threw; the key is then retried after its backoff. */
   onError?: (key: string, error: unknown) => void;
 }
@@ -128,7 +128,7 @@ export class WorkQueue {
   }
 
   async #run(key: string): Promise<void> {
-    let outcome: Outcome;
+    let outcome: ProcessResult;
     try {
       outcome = await this.#options.process(key);
     } catch (error) {

@@ -6,7 +6,7 @@ import type { ApiKey } from "./apikey.ts";
 import { gather, type GatherDeps } from "./gather.ts";
 import { apiStatusCode, type ObjectRef } from "./kube-api.ts";
 import { plan } from "./plan.ts";
-import type { Outcome } from "./queue.ts";
+import type { ProcessResult } from "./queue.ts";
 import { readyCondition, readyConditionOf, sameJson } from "./status.ts";
 
 export type ReconcilerDeps = GatherDeps & ApplyDeps;
@@ -17,7 +17,7 @@ export type ReconcilerDeps = GatherDeps & ApplyDeps;
  */
 const MAX_PASSES = 5;
 
-export async function reconcile(deps: ReconcilerDeps, ref: ObjectRef): Promise<Outcome> {
+export async function reconcile(deps: ReconcilerDeps, ref: ObjectRef): Promise<ProcessResult> {
   for (let pass = 0; pass < MAX_PASSES; pass++) {
     // After a pass that wrote something, the informers may not have caught up: read the source.
     const input = await gather(deps, ref, { fresh: pass > 0 });

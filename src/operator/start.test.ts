@@ -4,9 +4,12 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Context } from "../services/context.ts";
 import { createLogger } from "../logging.ts";
-import { clusterConfigured, operatorSettings, startOperator } from "./start.ts";
+import { loadConfig } from "../config.ts";
+import { operatorSettings, startOperator } from "./start.ts";
 
 const ctx = {} as Context;
+/** The operator's configuration as keyplane would read it from the (stubbed) environment. */
+const configured = (mode: string) => loadConfig({ ...process.env, KEYPLANE_OPERATOR: mode }).operator;
 const captureLogger = (lines: string[]) => createLogger({ level: "debug", destination: { write: (line: string) => void lines.push(line) } });
 
 describe("startOperator", () => {
@@ -40,13 +43,13 @@ current-context: dead
   }
 
   it("starts nothing when off", async () => {
-    expect(await startOperator("off", ctx, captureLogger([]))).toBeUndefined();
+    expect(await startOperator(configured("off"), ctx, captureLogger([]))).toBeUndefined();
   });
 
   it("in auto, stays off where no cluster is configured, and says why", async () => {
     noCluster();
     const logs: string[] = [];
-    expect(await startOperator("auto", ctx, captureLogger(logs))).toBeUndefined();
+    expect(await startOperator(configured("auto"), ctx, captureLogger(logs))).toBeUndefined();
     expect(logs.join("")).toMatch(/operator off: no Kubernetes cluster configured/);
   });
 
@@ -54,47 +57,21 @@ current-context: dead
     noCluster();
     vi.stubEnv("KUBECONFIG", deadCluster);
     const logs: string[] = [];
-    expect(await startOperator("auto", ctx, captureLogger(logs))).toBeUndefined();
+    expect(await startOperator(configured("auto"), ctx, captureLogger(logs))).toBeUndefined();
     expect(logs.join("")).toMatch(/operator off: cluster of KUBECONFIG=.*dead-kubeconfig \(https:\/\/127\.0\.0\.1:1\) unusable/);
   });
 
   it("when on, fails without a cluster, or with one that does not answer", async () => {
     noCluster();
-    await expect(startOperator("on", ctx, captureLogger([]))).rejects.toThrow(/^KEYPLANE_OPERATOR=on but no Kubernetes cluster configured/);
+    await expect(startOperator(configured("on"), ctx, captureLogger([]))).rejects.toThrow(/^KEYPLANE_OPERATOR=on but no Kubernetes cluster configured/);
     vi.stubEnv("KUBECONFIG", deadCluster);
-    await expect(startOperator("on", ctx, captureLogger([]))).rejects.toThrow(/^KEYPLANE_OPERATOR=on but the cluster of KUBECONFIG=.* unusable/);
-  });
-});
-
-describe("clusterConfigured", () => {
-  it.each([
-    ["a KUBECONFIG", { KUBECONFIG: "/etc/k" }, "KUBECONFIG=/etc/k"],
-    ["nothing", { HOME: "/nonexistent" }, undefined],
-    ["a service host without a service account token", { HOME: "/nonexistent", KUBERNETES_SERVICE_HOST: "10.0.0.1" }, undefined],
-  ])("sees %s", (_what, env, expected) => {
-    expect(clusterConfigured(env)).toBe(expected);
+    await expect(startOperator(configured("on"), ctx, captureLogger([]))).rejects.toThrow(/^KEYPLANE_OPERATOR=on but the cluster of KUBECONFIG=.* unusable/);
   });
 });
 
 describe("operatorSettings", () => {
-  it.each([
-    ["defaults", {}, { leaseNamespace: "default", watchNamespace: undefined, resyncMs: undefined }],
-    ["the pod's namespace for the Lease", { POD_NAMESPACE: "keyplane-system" }, { leaseNamespace: "keyplane-system" }],
-    ["KEYPLANE_LEASE_NAMESPACE over the pod's", { POD_NAMESPACE: "a", KEYPLANE_LEASE_NAMESPACE: "b" }, { leaseNamespace: "b" }],
-    ["the pod's name as identity", { POD_NAME: "keyplane-7d9f-x2" }, { identity: "keyplane-7d9f-x2" }],
-    ["one namespace to watch", { KEYPLANE_WATCH_NAMESPACE: "team-a" }, { watchNamespace: "team-a" }],
-    ["a lease of 15 s: renew deadline 10 s, renewals every 5 s", { KEYPLANE_LEASE_DURATION_SECONDS: "15" },
-      { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 5_000 }],
-    ["a resync period", { KEYPLANE_RESYNC_SECONDS: "30" }, { resyncMs: 30_000 }],
-  ])("reads %s", (_what, env, expected) => {
-    expect(operatorSettings(env)).toMatchObject(expected);
-  });
-
-  it("names the host and process without a pod name", () => {
-    expect(operatorSettings({}).identity).toMatch(new RegExp(`-${process.pid}$`));
-  });
-
-  it("refuses a lease duration that is not a positive number", () => {
-    expect(() => operatorSettings({ KEYPLANE_LEASE_DURATION_SECONDS: "soon" })).toThrow(/KEYPLANE_LEASE_DURATION_SECONDS/);
+  it("keeps client-go's proportions: a lease of 15 s renews within 10 s, every 5 s", () => {
+    const settings = operatorSettings({ ...configured("on"), leaseDurationMs: 15_000 });
+    expect(settings).toMatchObject({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 5_000 });
   });
 });

@@ -1,13 +1,11 @@
 // Starting the operator inside `keyplane serve`: every replica serves REST; the one that holds the
 // leader-election Lease also runs the controller (informers, queue, reconciler).
-import { existsSync } from "node:fs";
-import { homedir, hostname } from "node:os";
-import { join } from "node:path";
+import { hostname } from "node:os";
 import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { z } from "zod";
+import type { OperatorConfig } from "../config.ts";
 import type { Context } from "../services/context.ts";
-import { GROUP, PLURAL, VERSION } from "./apikey.ts";
+import { GROUP, PLURAL, CRD_VERSION } from "./apikey.ts";
 import { startController, type Controller, type ControllerStats } from "./controller.ts";
 import { apiErrorText } from "./kube-api.ts";
 import { LeaderElector } from "./leader.ts";
@@ -65,14 +63,10 @@ export const DEFAULTS = {
   retryPeriodMs: 5_000,
 } as const;
 
-export function defaultIdentity(env: NodeJS.ProcessEnv = process.env): string {
-  return env.POD_NAME || `${hostname()}-${process.pid}`;
-}
-
 /** Campaigns for the Lease and, while leading, reconciles ApiKeys. In-process: tests call it directly. */
 export function runOperator(options: OperatorOptions): Operator {
   const o = { ...DEFAULTS, clock: () => new Date(), ...definedOnly(options) };
-  const identity = o.identity ?? defaultIdentity();
+  const identity = o.identity ?? `${hostname()}-${process.pid}`;
   const log = o.log;
   const elector = new LeaderElector({
     kubeConfig: o.kubeConfig,
@@ -138,46 +132,25 @@ function definedOnly<T extends object>(o: T): T {
 
 // --- keyplane serve ----------------------------------------------------------------------------
 
-const seconds = z.coerce.number().positive();
-const operatorEnv = z.object({
-  POD_NAMESPACE: z.string().min(1).optional(),
-  KEYPLANE_LEASE_NAMESPACE: z.string().min(1).optional(),
-  KEYPLANE_WATCH_NAMESPACE: z.string().min(1).optional(),
-  KEYPLANE_LEASE_DURATION_SECONDS: seconds.optional(),
-  KEYPLANE_RESYNC_SECONDS: seconds.optional(),
-});
-
-/** The operator's settings from the environment (see docs/operator.md). */
-export function operatorSettings(env: NodeJS.ProcessEnv = process.env): Partial<OperatorOptions> {
-  const parsed = operatorEnv.safeParse(env);
-  if (!parsed.success) throw new Error(`invalid operator configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
-  const e = parsed.data;
-  const lease = e.KEYPLANE_LEASE_DURATION_SECONDS;
+/** The operator's options from keyplane's configuration. */
+export function operatorSettings(config: OperatorConfig): Partial<OperatorOptions> {
+  const lease = config.leaseDurationMs;
   return {
-    identity: defaultIdentity(env),
-    leaseNamespace: e.KEYPLANE_LEASE_NAMESPACE ?? e.POD_NAMESPACE ?? DEFAULTS.leaseNamespace,
-    watchNamespace: e.KEYPLANE_WATCH_NAMESPACE,
-    resyncMs: e.KEYPLANE_RESYNC_SECONDS !== undefined ? e.KEYPLANE_RESYNC_SECONDS * 1000 : undefined,
+    identity: config.identity,
+    leaseNamespace: config.leaseNamespace,
+    watchNamespace: config.watchNamespace,
+    resyncMs: config.resyncMs,
     // The renew deadline and period keep client-go's proportions: 2/3 and 1/3 of the duration.
-    ...(lease !== undefined ? { leaseDurationMs: lease * 1000, renewDeadlineMs: (lease * 2000) / 3, retryPeriodMs: (lease * 1000) / 3 } : {}),
+    ...(lease !== undefined ? { leaseDurationMs: lease, renewDeadlineMs: (lease * 2) / 3, retryPeriodMs: lease / 3 } : {}),
   };
-}
-
-/** Where a cluster is configured: a kubeconfig (KUBECONFIG or ~/.kube/config), or a pod's service account. */
-export function clusterConfigured(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  if (env.KUBECONFIG) return `KUBECONFIG=${env.KUBECONFIG}`;
-  const home = join(env.HOME ?? homedir(), ".kube", "config");
-  if (existsSync(home)) return home;
-  if (env.KUBERNETES_SERVICE_HOST && existsSync("/var/run/secrets/kubernetes.io/serviceaccount/token")) return "in-cluster service account";
-  return undefined;
 }
 
 /** Resolves when the API server serves ApiKeys to this identity; rejects with why not. */
 async function probe(kubeConfig: KubeConfig, watchNamespace: string | undefined, timeoutMs = 5_000): Promise<void> {
   const objects = kubeConfig.makeApiClient(CustomObjectsApi);
   const list = watchNamespace
-    ? objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: watchNamespace, plural: PLURAL, limit: 1 })
-    : objects.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, resourcePlural: PLURAL, limit: 1 });
+    ? objects.listNamespacedCustomObject({ group: GROUP, version: CRD_VERSION, namespace: watchNamespace, plural: PLURAL, limit: 1 })
+    : objects.listCustomObjectForAllNamespaces({ group: GROUP, version: CRD_VERSION, resourcePlural: PLURAL, limit: 1 });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)));
   try {
@@ -195,10 +168,10 @@ async function probe(kubeConfig: KubeConfig, watchNamespace: string | undefined,
  * that serves ApiKeys, or this throws; `auto`, it starts where one is configured and answers, and
  * otherwise logs why not and returns undefined.
  */
-export async function startOperator(mode: "on" | "off" | "auto", ctx: Context, log: Logger): Promise<RunningOperator | undefined> {
+export async function startOperator(config: OperatorConfig, ctx: Context, log: Logger): Promise<RunningOperator | undefined> {
+  const { mode, cluster: where } = config;
   if (mode === "off") return undefined;
-  const settings = operatorSettings();
-  const where = clusterConfigured();
+  const settings = operatorSettings(config);
   if (!where) {
     const why = "no Kubernetes cluster configured (no KUBECONFIG, ~/.kube/config nor in-cluster service account)";
     if (mode === "on") throw new Error(`KEYPLANE_OPERATOR=on but ${why}`);

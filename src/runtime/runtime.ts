@@ -1,5 +1,6 @@
 import { AppError } from "../domain/errors.ts";
-import type { ApiKey, Application } from "../domain/model.ts";
+import type { Key, Application } from "../domain/model.ts";
+import { applicationScope } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
 import { provisionKey } from "../services/keys.ts";
 
@@ -8,8 +9,8 @@ import { provisionKey } from "../services/keys.ts";
 export const RUNTIME_KEY_NAME = "runtime";
 const INVOKE_TIMEOUT_MS = 10_000;
 
-export async function runtimeKey(ctx: Context, app: Application): Promise<ApiKey> {
-  const scope = { tenantId: app.tenantId, domainId: app.domainId, applicationId: app.id, subscriberId: null };
+export async function runtimeKey(ctx: Context, app: Application): Promise<Key> {
+  const scope = applicationScope(app.tenantId, app.domainId, app.id);
   return (await provisionKey(ctx, scope, { name: RUNTIME_KEY_NAME })).key;
 }
 

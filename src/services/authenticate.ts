@@ -1,6 +1,6 @@
 import { UNAUTHORIZED, unauthorized } from "../domain/errors.ts";
-import { scopeOf, type StoredKey } from "../domain/model.ts";
-import type { Scope } from "../domain/scope.ts";
+import type { StoredKey } from "../domain/model.ts";
+import { scopeOf, type Scope } from "../domain/scope.ts";
 import { isTokenFormat, tokenHash } from "../domain/token.ts";
 import type { Context } from "./context.ts";
 
@@ -30,7 +30,7 @@ export async function verify(ctx: Context, header: string | undefined): Promise<
   const token = bearerToken(header);
   if (token === undefined) return { refused: MISSING_TOKEN };
   if (!isTokenFormat(token)) return { refused: UNAUTHORIZED };
-  const key = await ctx.verifier.lookup(tokenHash(token));
+  const key = await ctx.keyCache.lookup(tokenHash(token));
   if (!key?.active) return { refused: UNAUTHORIZED };
   return { key, token, scope: scopeOf(key) };
 }

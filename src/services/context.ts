@@ -1,13 +1,16 @@
 import type { Logger } from "pino";
 import type { Sealer } from "../domain/seal.ts";
 import type { Database } from "../store/database.ts";
-import type { Verifier } from "./verifier.ts";
+import type { Migration } from "../store/migrate.ts";
+import type { KeyCache } from "./key-cache.ts";
 
 /** What every use case runs with: injected, so tests control the clock and the store. */
 export interface Context {
   db: Database;
   sealer: Sealer;
-  verifier: Verifier;
+  keyCache: KeyCache;
   clock: () => Date;
   log: Logger;
+  /** The migrations this release knows: all applied means the database is ready. */
+  migrations: readonly Migration[];
 }

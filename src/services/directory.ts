@@ -1,16 +1,15 @@
-import { conflict, notFound } from "../domain/errors.ts";
+import { conflict, notFound, UniqueViolation } from "../domain/errors.ts";
 import { parseNamed } from "../domain/identifier.ts";
 import type { Application, Customer, Domain, Subscriber, User } from "../domain/model.ts";
-import { sqlState, UNIQUE_VIOLATION } from "../store/database.ts";
 import {
   applicationInsert, customerInsert, domainInsert, entityDelete, entityFind, entityList, subscriberInsert, TABLES,
   userInsert, type ApplicationInput,
 } from "../store/directory.ts";
 import { keyInsertUnlessExists } from "../store/keys.ts";
-import { domainScope, tenantScope } from "../domain/scope.ts";
+import { domainScope, customerScope } from "../domain/scope.ts";
 import type { Context } from "./context.ts";
 import { mintToken, unseal } from "./keys.ts";
-import type { ApiKey } from "../domain/model.ts";
+import type { Key } from "../domain/model.ts";
 
 // Use cases of the admin API's directory. Entities are named by id, uuid or name within their parent
 // (CONTRACT 1); an unknown one is 404, a duplicate 409.
@@ -19,7 +18,7 @@ async function unique<T>(what: string, insert: () => Promise<T>): Promise<T> {
   try {
     return await insert();
   } catch (error) {
-    if (sqlState(error) === UNIQUE_VIOLATION) throw conflict(`${what} already exists.`);
+    if (error instanceof UniqueViolation) throw conflict(`${what} already exists.`);
     throw error;
   }
 }
@@ -82,12 +81,12 @@ export const listSubscribers = (ctx: Context, domain: Domain) => entityList(ctx.
 export const listUsers = (ctx: Context, customer: Customer) => entityList(ctx.db, TABLES.users, customer.id);
 
 /** Creates a user and, with it, the user's key: type user, named by the email, at the user's scope. */
-export async function createUser(ctx: Context, customer: Customer, email: string, domain: Domain | null): Promise<{ user: User; key: ApiKey }> {
+export async function createUser(ctx: Context, customer: Customer, email: string, domain: Domain | null): Promise<{ user: User; key: Key }> {
   const now = ctx.clock();
   return unique(`A user ${email}`, () =>
     ctx.db.transaction(async (tx) => {
       const user = await userInsert(tx, customer.id, domain?.id ?? null, email, now);
-      const scope = domain ? domainScope(customer.id, domain.id) : tenantScope(customer.id);
+      const scope = domain ? domainScope(customer.id, domain.id) : customerScope(customer.id);
       const stored = await keyInsertUnlessExists(
         tx,
         { ...mintToken(ctx), name: email, active: true, type: "user", scope, userId: user.id, managedBy: null },
@@ -106,5 +105,5 @@ export async function deleteEntity(ctx: Context, table: EntityTableName, id: num
   await entityDelete(ctx.db, TABLES[table] as Parameters<typeof entityDelete>[1], id, ctx.clock());
   // Many keys may have gone: drop every cached verification here; other processes hear the
   // per-key notifications.
-  ctx.verifier.clear();
+  ctx.keyCache.clear();
 }

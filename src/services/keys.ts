@@ -1,19 +1,19 @@
-import { conflict, notFound } from "../domain/errors.ts";
+import { conflict, notFound, UniqueViolation } from "../domain/errors.ts";
 import { parseId } from "../domain/identifier.ts";
-import { keyTypeFor, type ApiKey, type StoredKey } from "../domain/model.ts";
+import { keyTypeFor, type Key, type StoredKey } from "../domain/model.ts";
 import { mayManage, type Scope } from "../domain/scope.ts";
 import { isTokenFormat, newToken, tokenHash } from "../domain/token.ts";
-import { sqlState, UNIQUE_VIOLATION, type Queryable } from "../store/database.ts";
+import type { Queryable } from "../store/database.ts";
 import {
   keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyInsertUnlessExists, keyListByScope, keyUpdate,
-  type KeyChange, type KeyFilter, type KeyInsert,
+  type KeyFilter, type KeyPatch, type KeyInsert,
 } from "../store/keys.ts";
 import type { Context } from "./context.ts";
 
 // Use cases of keys. `target` is always the scope the caller is working in (already authorized):
 // a key outside it is treated exactly like a key that does not exist.
 
-export function unseal(ctx: Context, stored: StoredKey): ApiKey {
+export function unseal(ctx: Context, stored: StoredKey): Key {
   const { sealed, hash, ...rest } = stored;
   return { ...rest, keyId: ctx.sealer.open(sealed, hash) };
 }
@@ -36,7 +36,7 @@ export interface ProvisionRequest {
  * live key's identity makes this exact under concurrency, across processes too: of racing inserts one
  * wins, and the others read the winner's key.
  */
-export async function provisionKey(ctx: Context, scope: Scope, req: ProvisionRequest): Promise<{ key: ApiKey; created: boolean }> {
+export async function provisionKey(ctx: Context, scope: Scope, req: ProvisionRequest): Promise<{ key: Key; created: boolean }> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const inserted = await keyInsertUnlessExists(
       ctx.db,
@@ -70,22 +70,22 @@ export async function findKey(q: Queryable, target: Scope, ref: string): Promise
 
 const keyNotFound = () => notFound("No such key.");
 
-export async function getKey(ctx: Context, target: Scope, ref: string): Promise<ApiKey> {
+export async function getKey(ctx: Context, target: Scope, ref: string): Promise<Key> {
   const stored = await findKey(ctx.db, target, ref);
   if (!stored) throw keyNotFound();
   return unseal(ctx, stored);
 }
 
-export async function updateKey(ctx: Context, target: Scope, ref: string, change: KeyChange): Promise<ApiKey> {
+export async function updateKey(ctx: Context, target: Scope, ref: string, patch: KeyPatch): Promise<Key> {
   const stored = await findKey(ctx.db, target, ref);
   if (!stored) throw keyNotFound();
   try {
-    if (!(await keyUpdate(ctx.db, stored.id, change, ctx.clock()))) throw keyNotFound();
+    if (!(await keyUpdate(ctx.db, stored.id, patch, ctx.clock()))) throw keyNotFound();
   } catch (error) {
-    if (sqlState(error) === UNIQUE_VIOLATION) throw conflict(`A key named "${change.name}" already exists in this scope.`);
+    if (error instanceof UniqueViolation) throw conflict(`A key named "${patch.name}" already exists in this scope.`);
     throw error;
   }
-  ctx.verifier.invalidate(stored.hash.toString("hex"));
+  ctx.keyCache.invalidate(stored.hash.toString("hex"));
   return getKey(ctx, target, String(stored.id));
 }
 
@@ -94,7 +94,7 @@ export async function deleteKey(ctx: Context, target: Scope, ref: string): Promi
   const stored = await findKey(ctx.db, target, ref);
   if (!stored) return;
   await keyDelete(ctx.db, stored.id, ctx.clock());
-  ctx.verifier.invalidate(stored.hash.toString("hex"));
+  ctx.keyCache.invalidate(stored.hash.toString("hex"));
 }
 
 export interface ListRequest {
@@ -109,7 +109,7 @@ const PAGE_SIZE = 500;
  * The live keys inside `scope`, ordered by id, read from the database in keyset pages of PAGE_SIZE so
  * that a list of any length streams in bounded memory.
  */
-export async function* listKeys(ctx: Context, scope: Scope, req: ListRequest): AsyncGenerator<ApiKey> {
+export async function* listKeys(ctx: Context, scope: Scope, req: ListRequest): AsyncGenerator<Key> {
   let after = req.after ?? 0;
   let remaining = req.limit ?? Infinity;
   while (remaining > 0) {

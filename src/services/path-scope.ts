@@ -1,16 +1,8 @@
 import { parseWithSelf } from "../domain/identifier.ts";
-import { domainScope, tenantScope, type Scope } from "../domain/scope.ts";
+import { applicationScope, customerScope, domainScope, subscriberScope, type Scope, type ScopeRefs } from "../domain/scope.ts";
 import { entityFind, TABLES } from "../store/directory.ts";
 import type { Context } from "./context.ts";
 import { findSubscriber } from "./directory.ts";
-
-/** The entities a key path names, outermost first: /customers/{customer}/domains/{domain}/... */
-export interface PathRefs {
-  customer?: string;
-  domain?: string;
-  application?: string;
-  subscriber?: string;
-}
 
 /**
  * The scopes a key path names: `gate`, that of its first entity, which the caller must be able to
@@ -21,7 +13,7 @@ export interface PathRefs {
  * `self` is the caller's own entity; an application or subscriber named by name or msisdn on a path
  * without a domain is looked for within the caller's domain.
  */
-export async function resolvePathScope(ctx: Context, refs: PathRefs, caller: Scope): Promise<{ gate: Scope; target: Scope } | undefined> {
+export async function resolvePathScope(ctx: Context, refs: ScopeRefs, caller: Scope): Promise<{ gate: Scope; target: Scope } | undefined> {
   const scopes: Scope[] = [];
   const within = () => scopes[scopes.length - 1];
 
@@ -29,7 +21,7 @@ export async function resolvePathScope(ctx: Context, refs: PathRefs, caller: Sco
     const ident = parseWithSelf(refs.customer, caller.tenantId);
     const customer = ident && (await entityFind(ctx.db, TABLES.customers, ident, null));
     if (!customer) return undefined;
-    scopes.push(tenantScope(customer.id));
+    scopes.push(customerScope(customer.id));
   }
   if (refs.domain !== undefined) {
     const ident = parseWithSelf(refs.domain, caller.domainId);
@@ -44,7 +36,7 @@ export async function resolvePathScope(ctx: Context, refs: PathRefs, caller: Sco
     const ident = parseWithSelf(refs.application, caller.applicationId);
     const app = ident && (await entityFind(ctx.db, TABLES.applications, ident, ident.kind === "name" ? nameDomain : pathDomain));
     if (!app) return undefined;
-    scopes.push({ tenantId: app.tenantId, domainId: app.domainId, applicationId: app.id, subscriberId: null });
+    scopes.push(applicationScope(app.tenantId, app.domainId, app.id));
   }
   if (refs.subscriber !== undefined) {
     const subscriber =
@@ -52,7 +44,7 @@ export async function resolvePathScope(ctx: Context, refs: PathRefs, caller: Sco
         ? caller.subscriberId === null ? undefined : await entityFind(ctx.db, TABLES.subscribers, { kind: "id", id: caller.subscriberId }, pathDomain)
         : await findSubscriber(ctx, nameDomain, refs.subscriber);
     if (!subscriber) return undefined;
-    scopes.push({ tenantId: subscriber.tenantId, domainId: subscriber.domainId, applicationId: null, subscriberId: subscriber.id });
+    scopes.push(subscriberScope(subscriber.tenantId, subscriber.domainId, subscriber.id));
   }
   const gate = scopes[0];
   const target = within();

@@ -20,11 +20,3 @@ export interface Database extends Queryable {
   listen(channel: string, onMessage: (payload: string) => void, onReset?: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
-
-/** PostgreSQL's SQLSTATE of an error thrown by either driver, if it has one. */
-export function sqlState(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
-}
-
-export const UNIQUE_VIOLATION = "23505";

@@ -93,13 +93,13 @@ export async function keyListByScope(
   return rows.map(storedKeyFrom);
 }
 
-export interface KeyChange {
+export interface KeyPatch {
   name?: string;
   active?: boolean;
 }
 
-/** Applies a change to a live key; modifiedAt moves only when something changed. False if no such key. */
-export async function keyUpdate(q: Queryable, id: number, change: KeyChange, now: Date): Promise<boolean> {
+/** Applies a patch to a live key; modifiedAt moves only when something changed. False if no such key. */
+export async function keyUpdate(q: Queryable, id: number, patch: KeyPatch, now: Date): Promise<boolean> {
   const rows = await q.query(
     `UPDATE api_keys SET
        name = coalesce($2, name),
@@ -109,7 +109,7 @@ export async function keyUpdate(q: Queryable, id: number, change: KeyChange, now
                           THEN $4 ELSE modified_at END
      WHERE id = $1 AND deleted_at IS NULL
      RETURNING id`,
-    [id, change.name ?? null, change.active ?? null, now],
+    [id, patch.name ?? null, patch.active ?? null, now],
   );
   return rows.length > 0;
 }

@@ -62,7 +62,7 @@ export async function migrate(db: Database, log: Logger, migrations?: Migration[
 }
 
 /** True when every known migration is applied (readiness). */
-export async function migrationsApplied(db: Database, migrations: Migration[]): Promise<boolean> {
+export async function migrationsApplied(db: Database, migrations: readonly Migration[]): Promise<boolean> {
   const rows = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM schema_migrations");
   return rows[0]?.n === migrations.length;
 }

@@ -1,6 +1,7 @@
 import { PGlite, type Transaction } from "@electric-sql/pglite";
 import type { Logger } from "pino";
 import type { Database, Queryable, Row } from "./database.ts";
+import { translated } from "./errors.ts";
 import { logged } from "./sql-log.ts";
 
 /**
@@ -22,7 +23,7 @@ export async function openPglite(dataDir: string | undefined, log: Logger): Prom
   return {
     kind: "pglite",
     ...on(db),
-    transaction: (work) => db.transaction((tx) => work(on(tx))),
+    transaction: (work) => translated(() => db.transaction((tx) => work(on(tx)))),
     async listen(channel, onMessage) {
       const unlisten = await db.listen(channel, onMessage);
       return async () => {

@@ -1,6 +1,7 @@
 import pg from "pg";
 import type { Logger } from "pino";
 import type { Database, Queryable, Row } from "./database.ts";
+import { translated } from "./errors.ts";
 import { logged } from "./sql-log.ts";
 
 export interface PostgresOptions {
@@ -31,20 +32,21 @@ export function openPostgres({ connectionString, max = 10, log }: PostgresOption
   return {
     kind: "postgres",
     ...on(pool),
-    async transaction(work) {
-      const client = await pool.connect();
-      try {
-        await client.query("BEGIN");
-        const result = await work(on(client));
-        await client.query("COMMIT");
-        return result;
-      } catch (error) {
-        await client.query("ROLLBACK").catch(() => undefined);
-        throw error;
-      } finally {
-        client.release();
-      }
-    },
+    transaction: (work) =>
+      translated(async () => {
+        const client = await pool.connect();
+        try {
+          await client.query("BEGIN");
+          const result = await work(on(client));
+          await client.query("COMMIT");
+          return result;
+        } catch (error) {
+          await client.query("ROLLBACK").catch(() => undefined);
+          throw error;
+        } finally {
+          client.release();
+        }
+      }),
     listen: (channel, onMessage, onReset) => listenWithReconnect({ connectionString, channel, onMessage, onReset, log }),
     async close() {
       await pool.end();

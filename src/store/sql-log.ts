@@ -1,6 +1,8 @@
 import type { Logger } from "pino";
+import { translateError } from "./errors.ts";
 
-// node-postgres's advice: one module logs every statement's text and duration, never its parameters.
+// node-postgres's advice: one module runs every statement, logging its text and duration, never its
+// parameters; what it throws leaves as the store's typed errors (errors.ts).
 export async function logged<T>(log: Logger, text: string, run: () => Promise<T>): Promise<T> {
   const startedAt = performance.now();
   try {
@@ -9,7 +11,7 @@ export async function logged<T>(log: Logger, text: string, run: () => Promise<T>
     return result;
   } catch (error) {
     logQuery(log, text, startedAt, error);
-    throw error;
+    throw translateError(error);
   }
 }
 

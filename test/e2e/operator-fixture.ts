@@ -3,7 +3,7 @@
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { CoreV1Event, KubeConfig, V1Secret } from "@kubernetes/client-node";
 import { afterAll, beforeAll, expect } from "vitest";
-import { GROUP, PLURAL, VERSION, type ApiKey, type ApiKeySpecInput } from "../../src/operator/apikey.ts";
+import { GROUP, PLURAL, CRD_VERSION, type ApiKey, type ApiKeySpecInput } from "../../src/operator/apikey.ts";
 import { runOperator, type Operator, type OperatorOptions } from "../../src/operator/start.ts";
 import { FaultProxy } from "../support/fault-proxy.ts";
 import type { TestCluster } from "../support/envtest.ts";
@@ -89,11 +89,11 @@ export class Cluster {
   }
 
   #crd() {
-    return { group: GROUP, version: VERSION, plural: PLURAL, namespace: this.namespace };
+    return { group: GROUP, version: CRD_VERSION, plural: PLURAL, namespace: this.namespace };
   }
 
   async createApiKey(name: string, spec: ApiKeySpecInput): Promise<ApiKey> {
-    const body = { apiVersion: `${GROUP}/${VERSION}`, kind: "ApiKey", metadata: { name }, spec };
+    const body = { apiVersion: `${GROUP}/${CRD_VERSION}`, kind: "ApiKey", metadata: { name }, spec };
     return (await this.objects.createNamespacedCustomObject({ ...this.#crd(), body })) as ApiKey;
   }
 

@@ -6,7 +6,7 @@
 import { Agent, request, type IncomingHttpHeaders } from "node:http";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listen, type Listening } from "../../src/keyplane.ts";
+import { listen, type Listening } from "../../src/http/server.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";
 
@@ -426,17 +426,17 @@ describe("credentials", () => {
   it("an Authorization header without a usable key is 401, and never reaches the database", async () => {
     await fc.assert(
       fc.asyncProperty(badAuthorization, keyRequests, async (authorization, { method, path }) => {
-        const queries = svc.ctx.verifier.stats().queries;
+        const queries = svc.ctx.keyCache.stats().queries;
         const r: Send = { method, path, authorization, ...(method === "POST" ? { contentType: "application/json", body: '{"name":"x"}' } : {}) };
         expectUnauthorized(await send(r), `${describeSend(r)} with Authorization: ${JSON.stringify(authorization)}`);
-        expect(svc.ctx.verifier.stats().queries, `Authorization: ${JSON.stringify(authorization)} was looked up`).toBe(queries);
+        expect(svc.ctx.keyCache.stats().queries, `Authorization: ${JSON.stringify(authorization)} was looked up`).toBe(queries);
       }),
       runs(300),
     );
   });
 
   it("almost-valid tokens (lower-case hex, 33 or 35 characters, wrong prefix) are 401 without a look-up", async () => {
-    const before = svc.ctx.verifier.stats().queries;
+    const before = svc.ctx.keyCache.stats().queries;
     await fc.assert(
       fc.asyncProperty(almostToken, keyRequests, async (token, { method, path }) => {
         expectUnauthorized(await send({ method, path, token }), `${method} ${path} with ${JSON.stringify(token)}`);
@@ -448,7 +448,7 @@ describe("credentials", () => {
     for (const token of [real.toLowerCase(), real.slice(0, 33), real + "0", "XJ" + real.slice(2), real.slice(0, 20) + " " + real.slice(20), `"${real}"`]) {
       expectUnauthorized(await send({ method: "GET", path: "/keys/self", token }), `near miss ${token}`);
     }
-    expect(svc.ctx.verifier.stats().queries).toBe(before);
+    expect(svc.ctx.keyCache.stats().queries).toBe(before);
   });
 
   it("a well-formed unknown token is 401 too (after one look-up)", async () => {

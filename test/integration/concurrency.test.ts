@@ -6,7 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listen, type Listening } from "../../src/keyplane.ts";
+import { listen, type Listening } from "../../src/http/server.ts";
 import { backends, createPostgresDatabase } from "../support/databases.ts";
 import { startServerProcess, type ServerProcess } from "../support/process.ts";
 import { startService, type TestService } from "../support/service.ts";

@@ -4,7 +4,7 @@
 // never from the code under test. Calls that must be refused are then shown to have changed nothing:
 // the key they aimed at still authenticates, with its name and its active state.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listen, type Listening } from "../../src/keyplane.ts";
+import { listen, type Listening } from "../../src/http/server.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";

@@ -1,6 +1,6 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listen, type Listening } from "../../src/keyplane.ts";
+import { listen, type Listening } from "../../src/http/server.ts";
 import { backends, createPostgresDatabase } from "../support/databases.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
 import { captureLogger, startService, type TestService } from "../support/service.ts";
@@ -176,7 +176,7 @@ describe.runIf(backends().includes("postgres"))("revocation across processes on 
 
 describe("entries expire even when no notification comes", () => {
   it("a change made behind the service's back shows within the TTL", async () => {
-    const svc = await startService("pglite", { verifier: { ttlMs: 200 } });
+    const svc = await startService("pglite", { keyCache: { ttlMs: 200 } });
     try {
       const acme = await createTenant(svc, "acme");
       const token = acme.keys.domain;

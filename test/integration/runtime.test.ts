@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listen, type Listening } from "../../src/keyplane.ts";
+import { listen, type Listening } from "../../src/http/server.ts";
 import { startService, type TestService } from "../support/service.ts";
 
 // The voice-application runtime (CONTRACT 6): a small voice application, an HTTP server in this test,

@@ -3,8 +3,8 @@ import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSealer } from "../../src/domain/seal.ts";
 import { createApp } from "../../src/http/app.ts";
-import { listen } from "../../src/keyplane.ts";
-import { Verifier } from "../../src/services/verifier.ts";
+import { listen } from "../../src/http/server.ts";
+import { KeyCache } from "../../src/services/key-cache.ts";
 import { loadMigrations } from "../../src/store/migrate.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
 import { captureLogger, startService, type TestService } from "../support/service.ts";
@@ -66,8 +66,8 @@ describe("a PostgreSQL server that cannot be reached", () => {
     const logs: string[] = [];
     const log = captureLogger(logs);
     const db = openPostgres({ connectionString: "postgres://keyplane@127.0.0.1:1/keyplane", log });
-    const ctx = { db, sealer: createSealer(randomBytes(32)), verifier: new Verifier(db), clock: () => new Date(), log };
-    const app = createApp(ctx, { adminToken: "a".repeat(32), runtimeHeader: "X-SVC-APIKey", migrations: await loadMigrations(), version: "test" });
+    const ctx = { db, sealer: createSealer(randomBytes(32)), keyCache: new KeyCache(db), clock: () => new Date(), log, migrations: await loadMigrations() };
+    const app = createApp(ctx, { adminToken: "a".repeat(32), runtimeHeader: "X-SVC-APIKey", version: "test" });
     try {
       const started = Date.now();
       for (const req of [

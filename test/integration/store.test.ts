@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSealer } from "../../src/domain/seal.ts";
 import { newToken, tokenHash } from "../../src/domain/token.ts";
-import { sqlState, UNIQUE_VIOLATION, type Database } from "../../src/store/database.ts";
+import { UniqueViolation } from "../../src/domain/errors.ts";
+import type { Database } from "../../src/store/database.ts";
 import {
   applicationInsert, customerInsert, domainInsert, entityDelete, entityFind, entityList, subscriberInsert, TABLES, userInsert,
 } from "../../src/store/directory.ts";
@@ -79,7 +80,7 @@ describe.each(backends())("store on %s", (backend) => {
 
     it("refuses a second live entity of the same name, and allows it once the first is deleted", async () => {
       const c = await customerInsert(db, "initech", now);
-      await expect(customerInsert(db, "INITECH", now)).rejects.toSatisfy((e) => sqlState(e) === UNIQUE_VIOLATION);
+      await expect(customerInsert(db, "INITECH", now)).rejects.toBeInstanceOf(UniqueViolation);
       expect(await entityDelete(db, TABLES.customers, c.id, later)).toBe(true);
       expect(await entityDelete(db, TABLES.customers, c.id, later)).toBe(false);
       expect((await customerInsert(db, "initech", now)).id).not.toBe(c.id);
@@ -172,7 +173,7 @@ describe.each(backends())("store on %s", (backend) => {
     it("refuse a rename onto a live key's name in the same scope", async () => {
       await keyInsertUnlessExists(db, keyAt(tenant, "taken"), now);
       const id = (await keyInsertUnlessExists(db, keyAt(tenant, "free"), now))!.id;
-      await expect(keyUpdate(db, id, { name: "taken" }, later)).rejects.toSatisfy((e) => sqlState(e) === UNIQUE_VIOLATION);
+      await expect(keyUpdate(db, id, { name: "taken" }, later)).rejects.toBeInstanceOf(UniqueViolation);
     });
 
     it("delete softly: gone from look-ups, and the name is free again", async () => {

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import supertest from "supertest";
 import { createKeyplane, type Keyplane } from "../../src/keyplane.ts";
 import { createLogger } from "../../src/logging.ts";
-import type { VerifierOptions } from "../../src/services/verifier.ts";
+import type { KeyCacheOptions } from "../../src/services/key-cache.ts";
 import { openTestDatabase, type Backend, type TestDatabase } from "./databases.ts";
 
 // A keyplane over a new database, in this process, for HTTP tests through supertest. Every log line
@@ -34,7 +34,7 @@ function bearer(app: Keyplane["app"], token: string) {
 
 export interface TestServiceOptions {
   clock?: () => Date;
-  verifier?: VerifierOptions;
+  keyCache?: KeyCacheOptions;
   runtimeHeader?: string;
   database?: TestDatabase;
   masterKey?: Buffer;
@@ -56,7 +56,7 @@ export async function startService(backend: Backend, options: TestServiceOptions
     runtimeHeader: options.runtimeHeader ?? "X-SVC-APIKey",
     log,
     clock: options.clock,
-    verifier: options.verifier,
+    keyCache: options.keyCache,
   });
   return {
     ...keyplane,

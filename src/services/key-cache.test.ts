@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Queryable, Row } from "../store/database.ts";
-import { Verifier } from "./verifier.ts";
+import { KeyCache } from "./key-cache.ts";
 
 // The cache's own rules, over a fake store whose answers the test controls.
 function fakeStore() {
@@ -31,11 +31,11 @@ function fakeStore() {
 
 const hash = (n: number) => Buffer.alloc(32, n);
 
-describe("Verifier", () => {
+describe("KeyCache", () => {
   it("answers a known token from the cache after the first look-up", async () => {
     const store = fakeStore();
     store.live.add(hash(1).toString("hex"));
-    const v = new Verifier(store);
+    const v = new KeyCache(store);
     for (let i = 0; i < 10; i++) expect(await v.lookup(hash(1))).toMatchObject({ id: 1 });
     expect(store.queries).toBe(1);
     expect(v.stats()).toMatchObject({ hits: 9, misses: 1, queries: 1 });
@@ -43,7 +43,7 @@ describe("Verifier", () => {
 
   it("remembers unknown tokens too (negative cache)", async () => {
     const store = fakeStore();
-    const v = new Verifier(store);
+    const v = new KeyCache(store);
     for (let i = 0; i < 100; i++) expect(await v.lookup(hash(2))).toBeUndefined();
     expect(store.queries).toBe(1);
   });
@@ -51,7 +51,7 @@ describe("Verifier", () => {
   it("asks again after an invalidation or a clear", async () => {
     const store = fakeStore();
     store.live.add(hash(1).toString("hex"));
-    const v = new Verifier(store);
+    const v = new KeyCache(store);
     await v.lookup(hash(1));
     store.live.delete(hash(1).toString("hex"));
     v.invalidate(hash(1).toString("hex"));
@@ -65,7 +65,7 @@ describe("Verifier", () => {
   it("does not cache an answer read before an invalidation that came while it was in flight", async () => {
     const store = fakeStore();
     store.live.add(hash(1).toString("hex"));
-    const v = new Verifier(store);
+    const v = new KeyCache(store);
     const release = store.hold();
     const inFlight = v.lookup(hash(1)); // reads "live" ...
     store.live.delete(hash(1).toString("hex")); // ... the key is deleted meanwhile,
@@ -78,7 +78,7 @@ describe("Verifier", () => {
 
   it("expires entries after the TTL", async () => {
     const store = fakeStore();
-    const v = new Verifier(store, { ttlMs: 30 });
+    const v = new KeyCache(store, { ttlMs: 30 });
     await v.lookup(hash(3));
     await new Promise((r) => setTimeout(r, 60));
     await v.lookup(hash(3));
@@ -87,7 +87,7 @@ describe("Verifier", () => {
 
   it("holds at most maxEntries", async () => {
     const store = fakeStore();
-    const v = new Verifier(store, { maxEntries: 10 });
+    const v = new KeyCache(store, { maxEntries: 10 });
     for (let i = 0; i < 50; i++) await v.lookup(hash(i));
     expect(v.stats().size).toBe(10);
   });

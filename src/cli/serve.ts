@@ -1,11 +1,11 @@
-import type { Logger } from "pino";
-import { loadConfig, loadSecrets, type Config } from "./config.ts";
-import { createKeyplane, listen, openDatabase } from "./keyplane.ts";
-import { createLogger } from "./logging.ts";
-import { startOperator } from "./operator/start.ts";
+import { loadSecrets, type Config } from "../config.ts";
+import { listen } from "../http/server.ts";
+import { createKeyplane, openDatabase } from "../keyplane.ts";
+import { createLogger } from "../logging.ts";
+import { startOperator } from "../operator/start.ts";
 
 /** `keyplane serve`: the REST API, and the operator where a cluster is reachable. Stops cleanly on SIGTERM/SIGINT. */
-export async function serve(config: Config = loadConfig()): Promise<void> {
+export async function serve(config: Config): Promise<void> {
   const secrets = await loadSecrets(config);
   const log = createLogger({ level: config.logLevel, secrets: [secrets.adminToken] });
   if (secrets.generatedAdminToken) {
@@ -32,15 +32,4 @@ export async function serve(config: Config = loadConfig()): Promise<void> {
   };
   process.once("SIGTERM", () => void stop("SIGTERM"));
   process.once("SIGINT", () => void stop("SIGINT"));
-}
-
-/** `keyplane migrate`: applies pending migrations and exits. */
-export async function migrateOnly(config: Config = loadConfig(), log: Logger = createLogger({ level: config.logLevel })): Promise<number[]> {
-  const { migrate, loadMigrations } = await import("./store/migrate.ts");
-  const db = await openDatabase(config, log);
-  try {
-    return await migrate(db, log, await loadMigrations());
-  } finally {
-    await db.close();
-  }
 }

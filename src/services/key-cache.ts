@@ -16,25 +16,25 @@ import { keyFindByHash } from "../store/keys.ts";
 const UNKNOWN = Symbol("unknown");
 type Entry = StoredKey | typeof UNKNOWN;
 
-export interface VerifierOptions {
+export interface KeyCacheOptions {
   maxEntries?: number;
   ttlMs?: number;
 }
 
-export interface VerifierStats {
+export interface KeyCacheStats {
   hits: number;
   misses: number;
   queries: number;
   size: number;
 }
 
-export class Verifier {
+export class KeyCache {
   readonly #db: Queryable;
   readonly #cache: LRUCache<string, Entry>;
   readonly #stats = { hits: 0, misses: 0, queries: 0 };
   #epoch = 0;
 
-  constructor(db: Queryable, { maxEntries = 100_000, ttlMs = 30_000 }: VerifierOptions = {}) {
+  constructor(db: Queryable, { maxEntries = 100_000, ttlMs = 30_000 }: KeyCacheOptions = {}) {
     this.#db = db;
     this.#cache = new LRUCache<string, Entry>({ max: maxEntries, ttl: ttlMs, ttlAutopurge: false });
   }
@@ -67,7 +67,7 @@ export class Verifier {
     this.#cache.clear();
   }
 
-  stats(): VerifierStats {
+  stats(): KeyCacheStats {
     return { ...this.#stats, size: this.#cache.size };
   }
 }

@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "./config.ts";
+
+// The environment as keyplane reads it: defaults, and a clear error for a bad value.
+describe("loadConfig", () => {
+  it("has the documented defaults", () => {
+    expect(loadConfig({ HOME: "/nonexistent" })).toMatchObject({
+      port: 8080, host: "127.0.0.1", databaseUrl: undefined, runtimeHeader: "X-SVC-APIKey", logLevel: "info",
+      operator: { mode: "auto", cluster: undefined, leaseNamespace: "default", watchNamespace: undefined, leaseDurationMs: undefined, resyncMs: undefined },
+    });
+  });
+
+  it("requires a master key with DATABASE_URL", () => {
+    expect(() => loadConfig({ DATABASE_URL: "postgres://db/keyplane" })).toThrow(/KEYPLANE_MASTER_KEY is required with DATABASE_URL/);
+  });
+
+  describe("the operator's settings", () => {
+    it.each([
+      ["the pod's namespace for the Lease", { POD_NAMESPACE: "keyplane-system" }, { leaseNamespace: "keyplane-system" }],
+      ["KEYPLANE_LEASE_NAMESPACE over the pod's", { POD_NAMESPACE: "a", KEYPLANE_LEASE_NAMESPACE: "b" }, { leaseNamespace: "b" }],
+      ["the pod's name as identity", { POD_NAME: "keyplane-7d9f-x2" }, { identity: "keyplane-7d9f-x2" }],
+      ["one namespace to watch", { KEYPLANE_WATCH_NAMESPACE: "team-a" }, { watchNamespace: "team-a" }],
+      ["a lease duration", { KEYPLANE_LEASE_DURATION_SECONDS: "15" }, { leaseDurationMs: 15_000 }],
+      ["a resync period", { KEYPLANE_RESYNC_SECONDS: "30" }, { resyncMs: 30_000 }],
+      ["a KUBECONFIG as where the cluster is", { KUBECONFIG: "/etc/k" }, { cluster: "KUBECONFIG=/etc/k" }],
+      ["no cluster for a service host without a service account token", { KUBERNETES_SERVICE_HOST: "10.0.0.1" }, { cluster: undefined }],
+    ])("reads %s", (_what, env, expected) => {
+      expect(loadConfig({ HOME: "/nonexistent", ...env }).operator).toMatchObject(expected);
+    });
+
+    it("names the host and process without a pod name", () => {
+      expect(loadConfig({}).operator.identity).toMatch(new RegExp(`-${process.pid}$`));
+    });
+
+    it("refuses a lease duration that is not a positive number", () => {
+      expect(() => loadConfig({ KEYPLANE_LEASE_DURATION_SECONDS: "soon" })).toThrow(/KEYPLANE_LEASE_DURATION_SECONDS/);
+    });
+  });
+});
