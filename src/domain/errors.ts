@@ -1,4 +1,4 @@
-// The one catalogue of error codes the API answers with (CONTRACT section 3).
+// The one catalogue of error codes the API answers with (docs/api.md, "Errors").
 export type ErrorCode =
   | "bad_request"
   | "unauthorized"

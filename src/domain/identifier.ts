@@ -1,4 +1,4 @@
-// How a path segment names a directory entity (CONTRACT 1): digits are an id, a UUID is a uuid,
+// How a path segment names a directory entity (docs/api.md, "Directory"): digits are an id, a UUID is a uuid,
 // anything else a name; `self` is the caller's own.
 export type Identifier =
   | { kind: "self" }

@@ -1,6 +1,6 @@
 import type { Scope } from "./scope.ts";
 
-// The directory of the platform's entities (CONTRACT section 1) and the key record.
+// The directory of the platform's entities (docs/api.md, "Directory") and the key record.
 export interface Customer {
   id: number;
   uuid: string;
@@ -86,7 +86,7 @@ export interface Key extends Omit<StoredKey, "sealed" | "hash"> {
   keyId: string;
 }
 
-/** The type a new key gets at a scope (CONTRACT 2: a domain key is a customer key with a domain). */
+/** The type a new key gets at a scope (docs/api.md, "Keys": a domain key is a customer key with a domain). */
 export function keyTypeFor(scope: Scope): KeyType {
   if (scope.applicationId !== null) return "application";
   if (scope.subscriberId !== null) return "subscriber";

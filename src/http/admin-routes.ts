@@ -8,11 +8,11 @@ import { invoke, runtimeKey } from "../runtime/runtime.ts";
 import { keyJson } from "./present.ts";
 import { route, type Route } from "./route.ts";
 import {
-  applicationBody, applicationObject, customerBody, customerObject, domainBody, domainObject, keyObject, provisionBody,
+  applicationBody, applicationObject, customerBody, customerObject, domainBody, domainObject, invokeBody, keyObject, provisionBody,
   subscriberBody, subscriberObject, userBody, userObject, userWithKeyObject,
 } from "./schemas.ts";
 
-// The admin API (CONTRACT 1): the platform's own operator keeps the directory. Unknown parents and
+// The admin API (docs/api.md, "Directory"): the platform's own operator keeps the directory. Unknown parents and
 // entities are 404 here; the admin token has already been checked.
 const C = "/admin/customers";
 const CD = `${C}/:customer/domains`;
@@ -93,9 +93,10 @@ export function adminRoutes(ctx: Context, runtimeHeader: string): Route[] {
     route({
       method: "post", path: `${CDA}/:application/invoke`, tag, auth: "admin",
       summary: "Run the application: its url gets the body and the runtime key in the runtime header",
+      body: invokeBody,
       ok: { status: 200, description: "The application's own answer, status and body as it gave them" },
-      handle: async (req, res) => {
-        const answer = await invoke(ctx, await application(req), req.body, runtimeHeader);
+      handle: async (req, res, { body }) => {
+        const answer = await invoke(ctx, await application(req), body, runtimeHeader);
         res.status(answer.status);
         if (answer.contentType) res.setHeader("Content-Type", answer.contentType);
         res.end(answer.body);

@@ -58,7 +58,7 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
   return app;
 }
 
-/** A request with a body must say it is JSON: anything else is 415 (CONTRACT 3). */
+/** A request with a body must say it is JSON: anything else is 415 (docs/api.md, "Errors"). */
 function requireJsonBody(req: Request, res: Response, next: NextFunction): void {
   if (hasBody(req) && !isJson(req)) {
     sendError(res, "unsupported_media_type", "The request body must be JSON (Content-Type: application/json).");

@@ -3,7 +3,7 @@ import type { ErrorRequestHandler } from "express";
 import type { Logger } from "pino";
 import { AppError, codeOf, statusOf, StoreUnavailable, type ErrorCode } from "../domain/errors.ts";
 
-// Every error leaves as {"status", "error", "message"} (CONTRACT 3), through these two functions.
+// Every error leaves as {"status", "error", "message"} (docs/api.md, "Errors"), through these two functions.
 export function sendError(res: ServerResponse, code: ErrorCode, message: string): void {
   const status = statusOf(code);
   const body = JSON.stringify({ status, error: code, message });

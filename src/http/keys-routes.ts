@@ -9,7 +9,7 @@ import { callerKeyJson, keyJson } from "./present.ts";
 import { route, type Route } from "./route.ts";
 import { keyObject, listQuery, provisionBody, updateBody } from "./schemas.ts";
 
-// Every key path of CONTRACT 2: one set of five operations on each base, under each spelling.
+// Every key path (docs/api.md, "Keys"): one set of five operations on each base, under each spelling.
 const BASES: { path: string; tag: string }[] = [
   { path: "/customers/:customer/keys", tag: "customer keys" },
   { path: "/customers/:customer/domains/:domain/keys", tag: "customer keys" },
@@ -29,10 +29,12 @@ export function spellings(path: string): string[] {
 }
 
 /**
- * The scope a request works in: its path's target, once the caller is known to reach the path's gate.
- * Anything else, an unknown entity in the path included, is 401.
+ * Load and authorize: the scope a request works in, its path's target, once the caller is known to
+ * reach the path's gate. Anything else, an unknown entity in the path included, is 401. (Every handler
+ * here reads: authenticate and validate (route.ts), load and authorize (this), act (a service, which
+ * sees only keys inside the scope), respond.)
  */
-async function targetScope(ctx: Context, req: Request): Promise<Scope> {
+async function authorizedScope(ctx: Context, req: Request): Promise<Scope> {
   const caller = req.principal!.scope;
   if (!("customer" in req.params || "domain" in req.params || "application" in req.params || "subscriber" in req.params)) {
     return caller;
@@ -42,6 +44,8 @@ async function targetScope(ctx: Context, req: Request): Promise<Scope> {
   return resolved.target;
 }
 
+const keyRef = (req: Request) => String(req.params.keyId);
+
 function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
   const one = `${base}/:keyId`;
   return [
@@ -50,7 +54,7 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
       summary: "List the live keys of the scope, ordered by id",
       ok: { status: 200, description: "A JSON array of keys", schema: keyObject.array() },
       handle: async (req, res, { query }) => {
-        const scope = await targetScope(ctx, req);
+        const scope = await authorizedScope(ctx, req);
         const { limit, after, ...filter } = query;
         await sendKeyList(req, res, (n) => listKeys(ctx, scope, { filter, after, limit: n ?? limit }), limit);
       },
@@ -60,7 +64,7 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
       summary: "Provision a key at the scope; an existing live key of the same name is returned instead",
       ok: { status: 200, description: "The key", schema: keyObject },
       handle: async (req, res, { body }) => {
-        const scope = await targetScope(ctx, req);
+        const scope = await authorizedScope(ctx, req);
         const { key } = await provisionKey(ctx, scope, body);
         res.json(keyJson(key));
       },
@@ -70,7 +74,9 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
       summary: "Get one key, by keyId or numeric id",
       ok: { status: 200, description: "The key", schema: keyObject },
       handle: async (req, res) => {
-        res.json(keyJson(await getKey(ctx, await targetScope(ctx, req), String(req.params.keyId))));
+        const scope = await authorizedScope(ctx, req);
+        const key = await getKey(ctx, scope, keyRef(req));
+        res.json(keyJson(key));
       },
     }),
     route({
@@ -78,7 +84,9 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
       summary: "Rename, enable or disable a key",
       ok: { status: 200, description: "The updated key", schema: keyObject },
       handle: async (req, res, { body }) => {
-        res.json(keyJson(await updateKey(ctx, await targetScope(ctx, req), String(req.params.keyId), body)));
+        const scope = await authorizedScope(ctx, req);
+        const key = await updateKey(ctx, scope, keyRef(req), body);
+        res.json(keyJson(key));
       },
     }),
     route({
@@ -86,7 +94,8 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
       summary: "Delete a key (204 also when there is no such key here)",
       ok: { status: 204, description: "Deleted, or nothing to delete" },
       handle: async (req, res) => {
-        await deleteKey(ctx, await targetScope(ctx, req), String(req.params.keyId));
+        const scope = await authorizedScope(ctx, req);
+        await deleteKey(ctx, scope, keyRef(req));
         res.status(204).end();
       },
     }),

@@ -1,7 +1,7 @@
 import type { Key } from "../domain/model.ts";
 import type { Principal } from "../services/authenticate.ts";
 
-// The one shape of every key response (CONTRACT 2): the full listing form, with the hyphenated ids
+// The one shape of every key response (docs/api.md, "Keys"): the full listing form, with the hyphenated ids
 // beside each embedded object. Directory objects serialise as they are; Dates become RFC 3339 UTC.
 export function keyJson(key: Key): Record<string, unknown> {
   const body: Record<string, unknown> = {

@@ -28,9 +28,6 @@ export type Action = (
 
 export type ActionType = Action["type"];
 
-/** Actions after which the stored key is no longer what was gathered: the reconciler gathers again. */
-export const CHANGES_KEY: ReadonlySet<ActionType> = new Set(["provisionKey", "claimKey", "renameKey"]);
-
 /** An action as a log may show it: its type and names, never a token. */
 export function describeAction(action: Action): Record<string, unknown> {
   switch (action.type) {

@@ -1,4 +1,4 @@
-// The ApiKey custom resource (CONTRACT 5): its names, the zod schemas of spec and status, the types of
+// The ApiKey custom resource (docs/operator.md): its names, the zod schemas of spec and status, the types of
 // the whole object, and the effective values of a spec. crd.ts turns these schemas into the CRD.
 import { z } from "zod";
 import { keyNameSchema } from "../domain/key-name.ts";
@@ -18,7 +18,7 @@ export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 export const MANAGED_BY_VALUE = "keyplane";
 
 // Patterns are anchored and free of look-arounds: the API server evaluates them with Go's RE2.
-// An id (digits), a uuid and a customer or application name are all 1-64 of A-Za-z0-9._- (CONTRACT 1).
+// An id (digits), a uuid and a customer or application name are all 1-64 of A-Za-z0-9._- (docs/api.md, "Directory").
 const directoryRef = (what: string) =>
   z.string().min(1).max(64).regex(/^[A-Za-z0-9._-]+$/, `must be the ${what}'s id, uuid or name (A-Za-z0-9._-)`);
 // A subscriber's msisdn may start with "+".

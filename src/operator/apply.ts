@@ -5,7 +5,7 @@ import { describeAction, type Action } from "./actions.ts";
 import { FINALIZER, type ApiKey } from "./apikey.ts";
 import { apiErrorText, type KubeApi } from "./kube-api.ts";
 import type { KeyStore } from "./keystore.ts";
-import { ownerOf } from "./plan.ts";
+import { formatRef, refOf } from "./object-ref.ts";
 
 export interface ApplyDeps {
   store: KeyStore;
@@ -28,7 +28,7 @@ export class ActionFailed extends Error {
 }
 
 export async function apply(deps: ApplyDeps, apiKey: ApiKey, actions: Action[]): Promise<void> {
-  const log = deps.log.child({ apiKey: ownerOf(apiKey) });
+  const log = deps.log.child({ apiKey: formatRef(refOf(apiKey)) });
   for (const action of actions) {
     deps.signal?.throwIfAborted();
     try {
@@ -49,7 +49,7 @@ export async function apply(deps: ApplyDeps, apiKey: ApiKey, actions: Action[]):
 
 async function perform(deps: ApplyDeps, apiKey: ApiKey, action: Action): Promise<void> {
   const ref = { namespace: apiKey.metadata.namespace ?? "", name: apiKey.metadata.name ?? "" };
-  const owner = ownerOf(apiKey);
+  const owner = formatRef(refOf(apiKey));
   const finalizers = apiKey.metadata.finalizers ?? [];
   switch (action.type) {
     case "addFinalizer":

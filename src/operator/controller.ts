@@ -9,7 +9,8 @@ import { API_VERSION, GROUP, KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, C
 import { listenForManagedKeyChanges } from "./feed.ts";
 import type { ObjectCache } from "./gather.ts";
 import { Informer, type ListPage } from "./informer.ts";
-import { apiErrorText, kubeApiFor, type ObjectRef } from "./kube-api.ts";
+import { apiErrorText, kubeApiFor } from "./kube-api.ts";
+import { formatRef, parseRef, refOf, type ObjectRef } from "./object-ref.ts";
 import { keyStoreFor } from "./keystore.ts";
 import { backoffDelay, WorkQueue, type BackoffOptions } from "./queue.ts";
 import { reconcile } from "./reconciler.ts";
@@ -51,13 +52,6 @@ export interface ControllerStats {
 
 const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
 
-const refKey = (ref: ObjectRef) => `${ref.namespace}/${ref.name}`;
-
-function refOf(key: string): ObjectRef {
-  const slash = key.indexOf("/");
-  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
-}
-
 /** The ApiKeys that own a Secret (normally one, as its controller). */
 function ownersOf(secret: V1Secret): ObjectRef[] {
   return (secret.metadata?.ownerReferences ?? [])
@@ -96,7 +90,7 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
   const objects = kubeConfig.makeApiClient(CustomObjectsApi);
 
   let queue: WorkQueue | undefined = undefined;
-  const enqueue = (ref: ObjectRef) => queue?.add(refKey(ref));
+  const enqueue = (ref: ObjectRef) => queue?.add(formatRef(ref));
 
   const apiKeys = new Informer<ApiKey>({
     name: "apikeys",
@@ -105,7 +99,7 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
     list: (page) => (ns
       ? objects.listNamespacedCustomObject({ group: GROUP, version: CRD_VERSION, namespace: ns, plural: PLURAL, ...page })
       : objects.listCustomObjectForAllNamespaces({ group: GROUP, version: CRD_VERSION, resourcePlural: PLURAL, ...page })) as Promise<ListPage<ApiKey>>,
-    onChange: (_type, apiKey) => enqueue({ namespace: apiKey.metadata.namespace ?? "", name: apiKey.metadata.name ?? "" }),
+    onChange: (_type, apiKey) => enqueue(refOf(apiKey)),
     log,
     backoff: o.watchBackoff,
   });
@@ -134,7 +128,7 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
     signal: leadership,
   };
   const resyncAll = () => {
-    for (const apiKey of apiKeys.all()) enqueue({ namespace: apiKey.metadata.namespace ?? "", name: apiKey.metadata.name ?? "" });
+    for (const apiKey of apiKeys.all()) enqueue(refOf(apiKey));
   };
 
   const synced = Promise.all([apiKeys.start(), secrets.start()]).then(() => undefined);
@@ -145,7 +139,7 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
     // No reconcile before both caches hold a full list: a missing ApiKey would read as a deleted one.
     process: async (key) => {
       await synced;
-      return reconcile(deps, refOf(key));
+      return reconcile(deps, parseRef(key)!);
     },
     onError: (key, error) => {
       if (!leadership.aborted) log.warn({ apiKey: key, error: apiErrorText(error), failures: queue?.failures(key) }, "reconcile failed; retrying after a backoff");

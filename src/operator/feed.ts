@@ -2,15 +2,7 @@
 // a key changed through REST names the ApiKey that manages it, which is then reconciled at once.
 import type { Context } from "../services/context.ts";
 import { onKeyChanges } from "../services/key-changes.ts";
-import type { ObjectRef } from "./kube-api.ts";
-
-/** "namespace/name" (managed_by) as a reference; undefined for anything else. */
-export function parseOwner(managedBy: unknown): ObjectRef | undefined {
-  if (typeof managedBy !== "string") return undefined;
-  const slash = managedBy.indexOf("/");
-  if (slash <= 0 || slash === managedBy.length - 1) return undefined;
-  return { namespace: managedBy.slice(0, slash), name: managedBy.slice(slash + 1) };
-}
+import { parseRef, type ObjectRef } from "./object-ref.ts";
 
 /**
  * Calls `onChanged` with the ApiKey that manages each changed key, and `onMissed` whenever
@@ -20,7 +12,7 @@ export function listenForManagedKeyChanges(ctx: Context, onChanged: (owner: Obje
   return onKeyChanges(
     ctx,
     (change) => {
-      const owner = parseOwner(change.managedBy);
+      const owner = parseRef(change.managedBy);
       if (owner) onChanged(owner);
     },
     onMissed,

@@ -1,9 +1,10 @@
 // gather: reads what plan needs to know about one ApiKey: the resource, its Secret, the stored key.
 import type { V1Secret } from "@kubernetes/client-node";
 import { resolveSpec, type ApiKey } from "./apikey.ts";
-import type { KubeApi, ObjectRef } from "./kube-api.ts";
+import type { KubeApi } from "./kube-api.ts";
+import { formatRef, refOf, type ObjectRef } from "./object-ref.ts";
 import type { KeyStore } from "./keystore.ts";
-import { ownerOf, type PlanInput } from "./plan.ts";
+import type { PlanInput } from "./plan.ts";
 import { isOwnedBy } from "./secret.ts";
 
 /** What the informers hold: the ApiKeys, and the Secrets labelled as keyplane's. */
@@ -33,7 +34,7 @@ export async function gather(deps: GatherDeps, ref: ObjectRef, { fresh = false }
   const uid = apiKey.metadata.uid;
 
   const [managedKeys, scope, secret] = await Promise.all([
-    deps.store.listManaged(ownerOf(apiKey)),
+    deps.store.listManaged(formatRef(refOf(apiKey))),
     spec.ok && !deleting ? deps.store.resolveScope(spec.spec) : undefined,
     spec.ok ? readSecret(deps, { namespace: ref.namespace, name: spec.spec.secret.name }, fresh) : undefined,
   ]);

@@ -4,6 +4,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeConfig, V1ObjectMeta } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { formatRef, refOf } from "./object-ref.ts";
 import { backoffDelay, type BackoffOptions } from "./queue.ts";
 import { watchOnce, type WatchEvent } from "./watch.ts";
 
@@ -13,7 +14,7 @@ export interface KubeObject {
 
 export interface ListPage<T> {
   items: T[];
-  metadata?: { resourceVersion?: string; _continue?: string; continue?: string };
+  metadata?: { resourceVersion?: string; _continue?: string };
 }
 
 export type ChangeType = "added" | "updated" | "deleted";
@@ -139,7 +140,7 @@ export class Informer<T extends KubeObject> {
       const page = await this.#o.list({ limit: this.#o.pageSize ?? 500, _continue: next, labelSelector: this.#o.labelSelector });
       items.push(...page.items);
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
-      next = page.metadata?._continue || page.metadata?.continue || undefined;
+      next = page.metadata?._continue || undefined;
     } while (next);
     this.#abort.signal.throwIfAborted();
 
@@ -186,5 +187,5 @@ export class Informer<T extends KubeObject> {
 }
 
 function keyOf(object: KubeObject): string {
-  return `${object.metadata?.namespace ?? ""}/${object.metadata?.name ?? ""}`;
+  return formatRef(refOf(object));
 }

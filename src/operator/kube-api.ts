@@ -4,11 +4,8 @@ import { ApiException, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOpti
 import type { CoreV1Event, KubeConfig, V1Secret } from "@kubernetes/client-node";
 import type { EventSpec } from "./actions.ts";
 import { GROUP, PLURAL, CRD_VERSION, type ApiKey, type ApiKeyStatus } from "./apikey.ts";
+import type { ObjectRef } from "./object-ref.ts";
 
-export interface ObjectRef {
-  namespace: string;
-  name: string;
-}
 
 export interface KubeApi {
   readApiKey(ref: ObjectRef): Promise<ApiKey | undefined>;

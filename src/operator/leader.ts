@@ -7,6 +7,7 @@ import { CoordinationV1Api, V1MicroTime } from "@kubernetes/client-node";
 import type { KubeConfig, V1Lease } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { apiErrorText, apiStatusCode } from "./kube-api.ts";
+import { formatRef } from "./object-ref.ts";
 
 export interface LeaderElectionOptions {
   kubeConfig: KubeConfig;
@@ -72,7 +73,7 @@ export class LeaderElector {
         await this.#pause(this.#o.retryPeriodMs * (1 + 0.2 * Math.random()));
         continue;
       }
-      this.#o.log.info({ lease: `${this.#o.namespace}/${this.#o.name}`, identity: this.#o.identity }, "became leader");
+      this.#o.log.info({ lease: formatRef(this.#o), identity: this.#o.identity }, "became leader");
       this.#leading = true;
       const leadership = new AbortController();
       try {
@@ -84,7 +85,7 @@ export class LeaderElector {
       this.#leading = false;
       leadership.abort();
       if (stopped.aborted) await this.#release();
-      else this.#o.log.warn({ lease: `${this.#o.namespace}/${this.#o.name}` }, "lost leadership: reconciling stops");
+      else this.#o.log.warn({ lease: formatRef(this.#o) }, "lost leadership: reconciling stops");
       await callbacks.onStoppedLeading();
     }
   }
@@ -178,7 +179,7 @@ export class LeaderElector {
         name: this.#o.name,
         body: { ...lease, spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: new V1MicroTime(Date.now()) } },
       });
-      this.#o.log.info({ lease: `${this.#o.namespace}/${this.#o.name}` }, "released leadership");
+      this.#o.log.info({ lease: formatRef(this.#o) }, "released leadership");
     } catch (error) {
       this.#o.log.warn({ error: apiErrorText(error) }, "could not release the Lease; it expires by itself");
     }

@@ -4,7 +4,7 @@ import type { Scope } from "../domain/scope.ts";
 import type { Action, ActionType } from "./actions.ts";
 import { API_VERSION, FINALIZER, KIND, MANAGED_BY_LABEL, resolveSpec, type ApiKey, type ApiKeySpecInput, type ApiKeyStatus } from "./apikey.ts";
 import type { KeyView, KeyWithToken } from "./keystore.ts";
-import { plan, type Next, type Plan, type PlanInput } from "./plan.ts";
+import { failurePlan, plan, type Next, type Plan, type PlanInput } from "./plan.ts";
 import { desiredSecret } from "./secret.ts";
 import type { ReadyReason } from "./status.ts";
 
@@ -407,5 +407,22 @@ describe("plan", () => {
 
   it("is a function of its input: the same input gives the same plan", () => {
     for (const c of cases) expect(plan(structuredClone(c.input))).toEqual(plan(c.input));
+  });
+});
+
+describe("failurePlan: the status after a failed action, by the same author", () => {
+  it("turns Ready False with reason Error, keeps the key's hint, and warns once", () => {
+    const failed = failurePlan(settled(), "createSecret failed: 500 etcd timeout");
+    expect(failed.next).toBe("retry");
+    expect(failed.status).toMatchObject({
+      observedGeneration: 2,
+      conditions: [{ type: "Ready", status: "False", reason: "Error", message: "createSecret failed: 500 etcd timeout", lastTransitionTime: "2025-05-01T12:00:00Z" }],
+      key: { id: 17, hint: "XI…7798" },
+    });
+    expect(failed.actions.map((a) => a.type)).toEqual(["recordEvent", "patchStatus"]);
+    expect(failed.actions[0]).toMatchObject({ event: { type: "Warning", reason: "ReconcileError" } });
+
+    const again = failurePlan(settled({ apiKey: apiKey({}, {}, failed.status) }), "createSecret failed: 500 etcd timeout");
+    expect(again.actions).toEqual([]);
   });
 });

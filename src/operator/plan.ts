@@ -6,6 +6,7 @@ import { sameScope, type Scope } from "../domain/scope.ts";
 import { tokenHint } from "../domain/token.ts";
 import type { NamedScope } from "../services/named-scope.ts";
 import type { Action, EventSpec } from "./actions.ts";
+import { formatRef, refOf } from "./object-ref.ts";
 import { FINALIZER, type ApiKey, type ApiKeyStatus, type DeletionPolicy, type EffectiveSpec, type SpecResult } from "./apikey.ts";
 import type { KeyView, KeyWithToken } from "./keystore.ts";
 import { desiredSecret, isOwnedBy, secretChange, secretReplacement } from "./secret.ts";
@@ -47,17 +48,12 @@ type StatusKeyType = NonNullable<ApiKeyStatus["key"]>["type"];
 
 type Check<T> = (input: T, actions: Action[]) => Decision | undefined;
 
-/** What managed_by holds for an ApiKey: "namespace/name". */
-export function ownerOf(apiKey: Pick<ApiKey, "metadata">): string {
-  return `${apiKey.metadata.namespace ?? ""}/${apiKey.metadata.name ?? ""}`;
-}
-
 export function plan(input: PlanInput): Plan {
   const actions: Action[] = [];
   if (input.apiKey.metadata.deletionTimestamp) return settle(input, actions, run(finalizing, input, actions));
   const early = run(admitting, input, actions);
   if (early || !input.spec.ok || !input.scope?.found) return settle(input, actions, early ?? { next: "done" });
-  const facts: Facts = { ...input, spec: input.spec.spec, scope: input.scope.scope, owner: ownerOf(input.apiKey) };
+  const facts: Facts = { ...input, spec: input.spec.spec, scope: input.scope.scope, owner: formatRef(refOf(input.apiKey)) };
   return settle(input, actions, run(reconciling, facts, actions) ?? { next: "done" });
 }
 
@@ -182,12 +178,20 @@ const reconciling: Check<Facts>[] = [
 
 // --- Status and warnings -----------------------------------------------------------------------
 
+/**
+ * What to show when applying a plan failed (the API server or the database answered an error):
+ * Ready=False, reason Error, written by the same author as every other status.
+ */
+export function failurePlan(input: PlanInput, message: string): Plan {
+  return settle(input, [], { next: "retry", ready: notReady("Error", message) });
+}
+
 /** Adds the status write (when the status changed) and a warning when the ApiKey turns not Ready. */
 function settle(input: PlanInput, actions: Action[], decision: Decision | undefined): Plan {
   if (!decision || decision.next === "replan" || !decision.ready) return { actions, next: decision?.next ?? "done" };
   const { ready } = decision;
   const current = input.apiKey.status;
-  const owner = ownerOf(input.apiKey);
+  const owner = formatRef(refOf(input.apiKey));
   const key = input.key && input.key.managedBy === owner ? input.key : undefined;
   const status: ApiKeyStatus = {
     ...(input.apiKey.metadata.generation !== undefined ? { observedGeneration: input.apiKey.metadata.generation } : {}),
@@ -197,7 +201,8 @@ function settle(input: PlanInput, actions: Action[], decision: Decision | undefi
   };
   const previous = readyConditionOf(current);
   if (ready.status === "False" && (previous?.status !== "False" || previous.reason !== ready.reason)) {
-    actions.push({ type: "recordEvent", event: { type: "Warning", reason: ready.reason, message: ready.message } });
+    const reason = ready.reason === "Error" ? "ReconcileError" : ready.reason;
+    actions.push({ type: "recordEvent", event: { type: "Warning", reason, message: ready.message } });
   }
   if (!sameJson(status, current)) actions.push({ type: "patchStatus", status });
   return { actions, next: decision.next, status };
@@ -231,11 +236,11 @@ function dropKey(key: KeyView, policy: DeletionPolicy): Action {
 
 function deleteSecret(apiKey: ApiKey, secret: V1Secret): Action {
   const name = secret.metadata?.name ?? "";
-  return { type: "deleteSecret", name, uid: secret.metadata?.uid ?? "", event: normal("DeletedSecret", `Deleted Secret ${apiKey.metadata.namespace}/${name}`) };
+  return { type: "deleteSecret", name, uid: secret.metadata?.uid ?? "", event: normal("DeletedSecret", `Deleted Secret ${formatRef({ namespace: apiKey.metadata.namespace ?? "", name })}`) };
 }
 
 function secretRef(f: Facts): string {
-  return `${f.apiKey.metadata.namespace}/${f.spec.secret.name}`;
+  return formatRef({ namespace: f.apiKey.metadata.namespace ?? "", name: f.spec.secret.name });
 }
 
 /** "customer acme, domain sip.acme.example": the spec's scope, up to (and without) `upTo` when given. */

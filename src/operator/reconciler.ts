@@ -2,12 +2,11 @@
 // how things are, never at what event brought it here, so running it again is always safe.
 import { AppError } from "../domain/errors.ts";
 import { ActionFailed, apply, type ApplyDeps } from "./apply.ts";
-import type { ApiKey } from "./apikey.ts";
 import { gather, type GatherDeps } from "./gather.ts";
-import { apiStatusCode, type ObjectRef } from "./kube-api.ts";
-import { plan } from "./plan.ts";
+import { apiStatusCode } from "./kube-api.ts";
+import { formatRef, type ObjectRef } from "./object-ref.ts";
+import { failurePlan, plan, type PlanInput } from "./plan.ts";
 import type { ProcessResult } from "./queue.ts";
-import { readyCondition, readyConditionOf, sameJson } from "./status.ts";
 
 export type ReconcilerDeps = GatherDeps & ApplyDeps;
 
@@ -27,17 +26,17 @@ export async function reconcile(deps: ReconcilerDeps, ref: ObjectRef): Promise<P
       await apply(deps, input.apiKey, actions);
     } catch (error) {
       if (error instanceof ActionFailed && isStaleRead(error.cause)) {
-        deps.log.debug({ apiKey: `${ref.namespace}/${ref.name}`, action: error.action.type }, "stale read: looking again");
+        deps.log.debug({ apiKey: formatRef(ref), action: error.action.type }, "stale read: looking again");
         continue;
       }
       if (error instanceof ActionFailed && error.action.type !== "patchStatus" && !input.apiKey.metadata.deletionTimestamp) {
-        await reportFailure(deps, input.apiKey, error);
+        await reportFailure(deps, input, error);
       }
       throw error;
     }
     if (next !== "replan") return next;
   }
-  deps.log.info({ apiKey: `${ref.namespace}/${ref.name}` }, "not settled after several passes; retrying after a backoff");
+  deps.log.info({ apiKey: formatRef(ref) }, "not settled after several passes; retrying after a backoff");
   return "retry";
 }
 
@@ -48,19 +47,9 @@ function isStaleRead(error: unknown): boolean {
 }
 
 /** Shows the failure as Ready=False, reason Error (best effort: the API may be what fails). */
-async function reportFailure(deps: ReconcilerDeps, apiKey: ApiKey, error: ActionFailed): Promise<void> {
-  const current = apiKey.status;
-  const generation = apiKey.metadata.generation;
-  const condition = readyCondition(current, { status: "False", reason: "Error", message: error.message }, generation, deps.clock());
-  const status = { ...current, ...(generation !== undefined ? { observedGeneration: generation } : {}), conditions: [condition] };
-  if (sameJson(status, current)) return;
-  const previous = readyConditionOf(current);
-  const ref = { namespace: apiKey.metadata.namespace ?? "", name: apiKey.metadata.name ?? "" };
+async function reportFailure(deps: ReconcilerDeps, input: PlanInput, error: ActionFailed): Promise<void> {
   try {
-    await deps.kube.patchStatus(ref, status);
-    if (previous?.reason !== "Error") {
-      await deps.kube.recordEvent(apiKey, { type: "Warning", reason: "ReconcileError", message: error.message }, deps.clock());
-    }
+    await apply(deps, input.apiKey, failurePlan(input, error.message).actions);
   } catch {
     // The error itself is logged and retried by the queue.
   }

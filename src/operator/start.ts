@@ -9,6 +9,7 @@ import { GROUP, PLURAL, CRD_VERSION } from "./apikey.ts";
 import { startController, type Controller, type ControllerStats } from "./controller.ts";
 import { apiErrorText } from "./kube-api.ts";
 import { LeaderElector } from "./leader.ts";
+import { formatRef } from "./object-ref.ts";
 import type { BackoffOptions } from "./queue.ts";
 
 export interface RunningOperator {
@@ -190,7 +191,7 @@ export async function startOperator(config: OperatorConfig, ctx: Context, log: L
   }
   const operatorLog = log.child({ component: "operator" });
   const operator = runOperator({ ctx, kubeConfig, log: operatorLog, ...settings });
-  operatorLog.info({ identity: operator.identity, lease: `${settings.leaseNamespace}/${DEFAULTS.leaseName}`, server: kubeConfig.getCurrentCluster()?.server },
+  operatorLog.info({ identity: operator.identity, lease: formatRef({ namespace: settings.leaseNamespace ?? DEFAULTS.leaseNamespace, name: DEFAULTS.leaseName }), server: kubeConfig.getCurrentCluster()?.server },
     "operator started: campaigning for leadership");
   return operator;
 }

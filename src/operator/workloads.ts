@@ -2,8 +2,6 @@
 // Deployments, StatefulSets and DaemonSets, and these decide (docs/operator.md, "Rotation").
 import type { V1DaemonSet, V1Deployment, V1PodSpec, V1StatefulSet } from "@kubernetes/client-node";
 
-export type WorkloadKind = "Deployment" | "StatefulSet" | "DaemonSet";
-
 export type Workload =
   | { kind: "Deployment"; object: V1Deployment }
   | { kind: "StatefulSet"; object: V1StatefulSet }

@@ -4,7 +4,7 @@ import { applicationScope } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
 import { provisionKey } from "../services/keys.ts";
 
-// The voice-application runtime (CONTRACT 6, SPEC 5.6): when the platform runs an application it
+// The voice-application runtime (docs/api.md, "Runtime"): when the platform runs an application it
 // provisions the application's runtime key and hands it over in a request header.
 export const RUNTIME_KEY_NAME = "runtime";
 const INVOKE_TIMEOUT_MS = 10_000;

@@ -12,7 +12,7 @@ import { mintToken, unseal } from "./keys.ts";
 import type { Key } from "../domain/model.ts";
 
 // Use cases of the admin API's directory. Entities are named by id, uuid or name within their parent
-// (CONTRACT 1); an unknown one is 404, a duplicate 409.
+// (docs/api.md, "Directory"); an unknown one is 404, a duplicate 409.
 
 async function unique<T>(what: string, insert: () => Promise<T>): Promise<T> {
   try {

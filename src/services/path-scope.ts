@@ -6,7 +6,7 @@ import { findSubscriber } from "./directory.ts";
 
 /**
  * The scopes a key path names: `gate`, that of its first entity, which the caller must be able to
- * manage to use the path at all (SPEC 4.4: a key uses the path of its own scope, or a parent's), and
+ * manage to use the path at all (docs/api.md, "Paths and scopes": a key uses the path of its own scope, or a parent's), and
  * `target`, that of its last, where the keys live. Undefined when any entity is unknown or does not
  * lie in the one before it: the caller learns only 401, never which.
  *

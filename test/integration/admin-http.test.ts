@@ -3,7 +3,7 @@ import { applicationObject, customerObject, domainObject, subscriberObject, user
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";
 
-// The admin API of CONTRACT 1, on each backend.
+// The admin API of docs/api.md ("Directory"), on each backend.
 describe.each(backends())("admin API on %s", (backend) => {
   let svc: TestService;
   beforeAll(async () => {

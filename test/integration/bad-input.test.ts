@@ -1,4 +1,4 @@
-// Bad input of every kind (CONTRACT 3), generated with fast-check: bodies, content types, Authorization
+// Bad input of every kind (docs/api.md, "Errors"), generated with fast-check: bodies, content types, Authorization
 // headers, tokens, path segments and query strings. Whatever arrives, the server never answers 5xx, and
 // every error it gives is the JSON body of the catalogue with the HTTP status repeated in it. Requests
 // go out through node:http so that paths reach the server exactly as written (`..` and stray `%`
@@ -10,7 +10,7 @@ import { listen, type Listening } from "../../src/http/server.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";
 
-/** CONTRACT 3: the error codes, by status. */
+/** docs/api.md, "Errors": the error codes, by status. */
 const CATALOGUE: Record<number, string> = {
   400: "bad_request",
   401: "unauthorized",
@@ -185,12 +185,12 @@ const RUNS = runs(150);
 // ---- bodies ----
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-/** CONTRACT 3: a name is a string of 1 to 128 characters. Undefined: the name is acceptable as far as the contract says. */
+/** docs/api.md, "Errors": a name is a string of 1 to 128 characters. Undefined: the name is acceptable as far as the contract says. */
 const nameProblem = (name: unknown) =>
   typeof name !== "string" ? "not a string" : name.length === 0 ? "empty" : name.length > 128 ? "over 128 characters" : undefined;
 const hasControl = (v: unknown) => typeof v === "string" && [...v].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);
 
-/** Why a provisioning body is bad (CONTRACT 2, 3), or undefined when it is good. */
+/** Why a provisioning body is bad (docs/api.md, "Keys" and "Errors"), or undefined when it is good. */
 function provisionProblem(v: unknown): string | undefined {
   if (!isObject(v)) return "not an object";
   return nameProblem(v.name) ?? (v.active !== undefined && typeof v.active !== "boolean" ? "active is not a boolean" : undefined);

@@ -1,4 +1,4 @@
-// Concurrency (CONTRACT 2, "Behaviour"): concurrent identical provisioning requests, on one replica or
+// Concurrency (docs/api.md, "Keys"): concurrent identical provisioning requests, on one replica or
 // several, make exactly one key; and a change made through one replica is seen by another within a
 // second. The replicas here are real `keyplane serve` processes sharing one PostgreSQL database.
 import { randomBytes } from "node:crypto";

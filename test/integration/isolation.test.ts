@@ -1,4 +1,4 @@
-// The isolation matrix (CONTRACT 2 and 3): two customers built alike (test/support/world.ts); every key
+// The isolation matrix (docs/api.md, "Keys" and "Errors"): two customers built alike (test/support/world.ts); every key
 // of both calls every key path of both, with every method. The expected answer of each call comes from
 // `mayCall` below, a plain restatement of the contract's "who may call it" table over this small world,
 // never from the code under test. Calls that must be refused are then shown to have changed nothing:
@@ -42,7 +42,7 @@ function keyNameAt(p: Place): CallerName {
 }
 
 /**
- * CONTRACT 2, "who may call it", for a path whose first entity lies at `gate`:
+ * docs/api.md, "Paths and scopes", for a path whose first entity lies at `gate`:
  * - customer paths: customer-level keys of that customer;
  * - domain paths: keys at that domain's level, or customer-level keys of its customer;
  * - application and subscriber paths: that application's (subscriber's) keys, or any of the above.

@@ -4,7 +4,7 @@ import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";
 
-// The key paths of CONTRACT 2 over HTTP, on each backend.
+// The key paths of docs/api.md ("Keys") over HTTP, on each backend.
 type Key = { id: number; keyId: string; name: string; active: boolean; type: string; [k: string]: unknown };
 
 describe.each(backends())("key paths on %s", (backend) => {

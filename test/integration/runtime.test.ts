@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listen, type Listening } from "../../src/http/server.ts";
 import { startService, type TestService } from "../support/service.ts";
 
-// The voice-application runtime (CONTRACT 6): a small voice application, an HTTP server in this test,
+// The voice-application runtime (docs/api.md, "Runtime"): a small voice application, an HTTP server in this test,
 // receives the runtime key in the runtime header and uses it against the running key service.
 async function readBody(req: IncomingMessage): Promise<string> {
   let body = "";
