@@ -8,6 +8,7 @@ import { withSelfFastPath } from "./http/self-fast-path.ts";
 import type { Context } from "./services/context.ts";
 import { onKeyChanges } from "./services/key-changes.ts";
 import { KeyCache, type KeyCacheOptions } from "./services/key-cache.ts";
+import { INVOKE_TIMEOUT_MS } from "./runtime/runtime.ts";
 import { VERSION } from "./version.ts";
 import type { Database } from "./store/database.ts";
 import { loadMigrations, migrate } from "./store/migrate.ts";
@@ -25,6 +26,8 @@ export interface KeyplaneOptions {
   db: Database;
   secrets: Pick<Secrets, "adminToken" | "masterKey">;
   runtimeHeader: string;
+  /** How long `invoke` waits for an application (default 10 s). */
+  invokeTimeoutMs?: number;
   log: Logger;
   clock?: () => Date;
   keyCache?: KeyCacheOptions;
@@ -50,7 +53,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   const unlisten = await onKeyChanges(ctx, (change) => keyCache.invalidate(change.hash), () => keyCache.clear());
   const app = withSelfFastPath(
     ctx,
-    createApp(ctx, { adminToken: options.secrets.adminToken, runtimeHeader: options.runtimeHeader, version: VERSION }),
+    createApp(ctx, { adminToken: options.secrets.adminToken, runtime: { header: options.runtimeHeader, timeoutMs: options.invokeTimeoutMs ?? INVOKE_TIMEOUT_MS }, version: VERSION }),
   );
   return { ctx, app, close: unlisten };
 }

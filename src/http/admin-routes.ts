@@ -4,7 +4,7 @@ import { customerScope } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
 import * as directory from "../services/directory.ts";
 import { provisionKey } from "../services/keys.ts";
-import { invoke, runtimeKey } from "../runtime/runtime.ts";
+import { invoke, runtimeKey, type RuntimeOptions } from "../runtime/runtime.ts";
 import { keyJson } from "./present.ts";
 import { route, type Route } from "./route.ts";
 import {
@@ -23,7 +23,7 @@ const tag = "admin";
 
 const param = (req: Request, name: string) => String(req.params[name]);
 
-export function adminRoutes(ctx: Context, runtimeHeader: string): Route[] {
+export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
   const customer = (req: Request) => directory.getCustomer(ctx, param(req, "customer"));
   const domain = async (req: Request): Promise<Domain> => directory.getDomain(ctx, await customer(req), param(req, "domain"));
   const application = async (req: Request) => directory.getApplication(ctx, await domain(req), param(req, "application"));
@@ -96,7 +96,7 @@ export function adminRoutes(ctx: Context, runtimeHeader: string): Route[] {
       body: invokeBody,
       ok: { status: 200, description: "The application's own answer, status and body as it gave them" },
       handle: async (req, res, { body }) => {
-        const answer = await invoke(ctx, await application(req), body, runtimeHeader);
+        const answer = await invoke(ctx, await application(req), body, runtime);
         res.status(answer.status);
         if (answer.contentType) res.setHeader("Content-Type", answer.contentType);
         res.end(answer.body);

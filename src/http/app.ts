@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response } from "express
 import "./request.ts";
 import { unauthorized } from "../domain/errors.ts";
 import { authenticate } from "../services/authenticate.ts";
+import type { RuntimeOptions } from "../runtime/runtime.ts";
 import type { Context } from "../services/context.ts";
 import { adminRoutes } from "./admin-routes.ts";
 import { hasBody, isJson } from "./body.ts";
@@ -16,7 +17,7 @@ import { mount, type Route } from "./route.ts";
 
 export interface AppOptions {
   adminToken: string;
-  runtimeHeader: string;
+  runtime: RuntimeOptions;
   version: string;
 }
 
@@ -40,7 +41,7 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
   let openapi: object | undefined;
   routes.push(
     ...healthRoutes(ctx, () => (openapi ??= openApiDocument(routes, options.version))),
-    ...adminRoutes(ctx, options.runtimeHeader),
+    ...adminRoutes(ctx, options.runtime),
     ...keysRoutes(ctx),
   );
   const router = express.Router({ caseSensitive: true, strict: false });

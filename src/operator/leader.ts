@@ -9,8 +9,41 @@ import type { Logger } from "pino";
 import { apiErrorText, apiStatusCode } from "./kube-api.ts";
 import { formatRef } from "./object-ref.ts";
 
+/** The Lease calls leader election makes: the API server's, or a test's own. */
+export interface LeaseApi {
+  read(namespace: string, name: string): Promise<V1Lease>;
+  create(namespace: string, lease: V1Lease): Promise<V1Lease>;
+  /** Replaces the Lease, guarded by the resourceVersion in `lease` (409 when it is stale). */
+  replace(namespace: string, name: string, lease: V1Lease): Promise<V1Lease>;
+}
+
+/** Time as leader election sees it: injected, so tests run it on a fake clock. */
+export interface ElectionClock {
+  /** Monotonic milliseconds: how long since this replica saw the Lease change. */
+  now(): number;
+  /** Wall-clock time, for the Lease's acquire and renew times. */
+  wallNow(): Date;
+  /** Resolves after `ms`, or at once when `signal` aborts. */
+  sleep(ms: number, signal: AbortSignal): Promise<void>;
+}
+
+export const realClock: ElectionClock = {
+  now: () => performance.now(),
+  wallNow: () => new Date(),
+  sleep: (ms, signal) => sleep(ms, undefined, { signal }).catch(() => undefined),
+};
+
+export function leaseApiFor(kubeConfig: KubeConfig): LeaseApi {
+  const api = kubeConfig.makeApiClient(CoordinationV1Api);
+  return {
+    read: (namespace, name) => api.readNamespacedLease({ namespace, name }),
+    create: (namespace, body) => api.createNamespacedLease({ namespace, body }),
+    replace: (namespace, name, body) => api.replaceNamespacedLease({ namespace, name, body }),
+  };
+}
+
 export interface LeaderElectionOptions {
-  kubeConfig: KubeConfig;
+  leases: LeaseApi;
   namespace: string;
   name: string;
   identity: string;
@@ -21,8 +54,7 @@ export interface LeaderElectionOptions {
   /** How often the leader renews, and candidates try. */
   retryPeriodMs: number;
   log: Logger;
-  /** A monotonic clock in ms; injected for tests. */
-  monotonic?: () => number;
+  clock?: ElectionClock;
 }
 
 export interface LeadershipCallbacks {
@@ -34,8 +66,8 @@ export interface LeadershipCallbacks {
 
 export class LeaderElector {
   readonly #o: LeaderElectionOptions;
-  readonly #api: CoordinationV1Api;
-  readonly #now: () => number;
+  readonly #api: LeaseApi;
+  readonly #clock: ElectionClock;
   readonly #stop = new AbortController();
   #lease: V1Lease | undefined;
   /** When this replica last saw the Lease's record change, on its own clock. */
@@ -47,8 +79,8 @@ export class LeaderElector {
   constructor(options: LeaderElectionOptions) {
     if (options.renewDeadlineMs >= options.leaseDurationMs) throw new Error("renewDeadlineMs must be shorter than leaseDurationMs");
     this.#o = options;
-    this.#api = options.kubeConfig.makeApiClient(CoordinationV1Api);
-    this.#now = options.monotonic ?? (() => performance.now());
+    this.#api = options.leases;
+    this.#clock = options.clock ?? realClock;
   }
 
   get isLeader(): boolean {
@@ -92,14 +124,14 @@ export class LeaderElector {
 
   /** Renews every retry period; returns when stopped, or when no renewal succeeded within the renew deadline. */
   async #renewUntilLost(): Promise<void> {
-    let renewedAt = this.#now();
+    let renewedAt = this.#clock.now();
     while (!this.#stop.signal.aborted) {
       await this.#pause(this.#o.retryPeriodMs);
       if (this.#stop.signal.aborted) return;
-      const left = renewedAt + this.#o.renewDeadlineMs - this.#now();
-      if (left > 0 && (await withTimeout(this.#tryAcquireOrRenew(), left))) {
-        renewedAt = this.#now();
-      } else if (this.#now() - renewedAt >= this.#o.renewDeadlineMs) {
+      const left = renewedAt + this.#o.renewDeadlineMs - this.#clock.now();
+      if (left > 0 && (await this.#withinDeadline(this.#tryAcquireOrRenew(), left))) {
+        renewedAt = this.#clock.now();
+      } else if (this.#clock.now() - renewedAt >= this.#o.renewDeadlineMs) {
         return;
       }
     }
@@ -107,15 +139,15 @@ export class LeaderElector {
 
   async #tryAcquireOrRenew(): Promise<boolean> {
     const { namespace, name, identity } = this.#o;
-    const now = new V1MicroTime(Date.now());
+    const now = new V1MicroTime(this.#clock.wallNow().getTime());
     const durationSeconds = Math.ceil(this.#o.leaseDurationMs / 1000);
     try {
       // The leader renews from the Lease it last wrote; only a conflict makes it read again.
       const lease = this.#lease?.spec?.holderIdentity === identity ? this.#lease : await this.#read();
       if (!lease) {
-        const created = await this.#api.createNamespacedLease({
-          namespace,
-          body: { metadata: { name, namespace }, spec: { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 } },
+        const created = await this.#api.create(namespace, {
+          metadata: { name, namespace },
+          spec: { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 },
         });
         this.#observe(created);
         return true;
@@ -123,20 +155,16 @@ export class LeaderElector {
       const spec = lease.spec ?? {};
       const holder = spec.holderIdentity ?? "";
       const heldFor = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
-      if (holder !== "" && holder !== identity && this.#now() < this.#observedAt + heldFor) return false;
+      if (holder !== "" && holder !== identity && this.#clock.now() < this.#observedAt + heldFor) return false;
       const ours = holder === identity;
-      const replaced = await this.#api.replaceNamespacedLease({
-        namespace,
-        name,
-        body: {
-          ...lease,
-          spec: {
-            holderIdentity: identity,
-            leaseDurationSeconds: durationSeconds,
-            acquireTime: ours && spec.acquireTime ? spec.acquireTime : now,
-            renewTime: now,
-            leaseTransitions: ours ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
-          },
+      const replaced = await this.#api.replace(namespace, name, {
+        ...lease,
+        spec: {
+          holderIdentity: identity,
+          leaseDurationSeconds: durationSeconds,
+          acquireTime: ours && spec.acquireTime ? spec.acquireTime : now,
+          renewTime: now,
+          leaseTransitions: ours ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
         },
       });
       this.#observe(replaced);
@@ -152,7 +180,7 @@ export class LeaderElector {
 
   async #read(): Promise<V1Lease | undefined> {
     try {
-      const lease = await this.#api.readNamespacedLease({ namespace: this.#o.namespace, name: this.#o.name });
+      const lease = await this.#api.read(this.#o.namespace, this.#o.name);
       this.#observe(lease);
       return lease;
     } catch (error) {
@@ -165,7 +193,7 @@ export class LeaderElector {
     this.#lease = lease;
     if (lease.metadata?.resourceVersion !== this.#observedVersion) {
       this.#observedVersion = lease.metadata?.resourceVersion;
-      this.#observedAt = this.#now();
+      this.#observedAt = this.#clock.now();
     }
   }
 
@@ -174,10 +202,9 @@ export class LeaderElector {
     const lease = this.#lease;
     if (lease?.spec?.holderIdentity !== this.#o.identity) return;
     try {
-      await this.#api.replaceNamespacedLease({
-        namespace: this.#o.namespace,
-        name: this.#o.name,
-        body: { ...lease, spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: new V1MicroTime(Date.now()) } },
+      await this.#api.replace(this.#o.namespace, this.#o.name, {
+        ...lease,
+        spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: new V1MicroTime(this.#clock.wallNow().getTime()) },
       });
       this.#o.log.info({ lease: formatRef(this.#o) }, "released leadership");
     } catch (error) {
@@ -186,13 +213,18 @@ export class LeaderElector {
     this.#lease = undefined;
   }
 
-  async #pause(ms: number): Promise<void> {
-    await sleep(ms, undefined, { signal: this.#stop.signal }).catch(() => undefined);
+  #pause(ms: number): Promise<void> {
+    return this.#clock.sleep(ms, this.#stop.signal);
   }
-}
 
-function withTimeout(promise: Promise<boolean>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  /** The renewal's answer, or false when it does not come within `ms` (a late renewal counts as none). */
+  async #withinDeadline(renewal: Promise<boolean>, ms: number): Promise<boolean> {
+    const expired = new AbortController();
+    const late = this.#clock.sleep(ms, expired.signal).then(() => false);
+    try {
+      return await Promise.race([renewal, late]);
+    } finally {
+      expired.abort();
+    }
+  }
 }

@@ -8,7 +8,7 @@ import type { Context } from "../services/context.ts";
 import { GROUP, PLURAL, CRD_VERSION } from "./apikey.ts";
 import { startController, type Controller, type ControllerStats } from "./controller.ts";
 import { apiErrorText } from "./kube-api.ts";
-import { LeaderElector } from "./leader.ts";
+import { leaseApiFor, LeaderElector } from "./leader.ts";
 import { formatRef } from "./object-ref.ts";
 import type { BackoffOptions } from "./queue.ts";
 
@@ -70,7 +70,7 @@ export function runOperator(options: OperatorOptions): Operator {
   const identity = o.identity ?? `${hostname()}-${process.pid}`;
   const log = o.log;
   const elector = new LeaderElector({
-    kubeConfig: o.kubeConfig,
+    leases: leaseApiFor(o.kubeConfig),
     namespace: o.leaseNamespace,
     name: o.leaseName,
     identity,

@@ -7,7 +7,15 @@ import { provisionKey } from "../services/keys.ts";
 // The voice-application runtime (docs/api.md, "Runtime"): when the platform runs an application it
 // provisions the application's runtime key and hands it over in a request header.
 export const RUNTIME_KEY_NAME = "runtime";
-const INVOKE_TIMEOUT_MS = 10_000;
+
+export interface RuntimeOptions {
+  /** The header that carries the runtime key (KEYPLANE_RUNTIME_HEADER). */
+  header: string;
+  /** How long the application may take to answer (10 s; tests make it short). */
+  timeoutMs: number;
+}
+
+export const INVOKE_TIMEOUT_MS = 10_000;
 
 export async function runtimeKey(ctx: Context, app: Application): Promise<Key> {
   const scope = applicationScope(app.tenantId, app.domainId, app.id);
@@ -22,18 +30,18 @@ export interface Answer {
 
 /**
  * Runs the application: sends `body` (JSON) to its url with its method and the runtime key in the
- * header `headerName`, and returns the application's answer as it is. A GET carries no body.
+ * header of `options`, and returns the application's answer as it is. A GET carries no body.
  */
-export async function invoke(ctx: Context, app: Application, body: unknown, headerName: string): Promise<Answer> {
+export async function invoke(ctx: Context, app: Application, body: unknown, options: RuntimeOptions): Promise<Answer> {
   if (!app.url) throw new AppError("bad_gateway", "The application has no url to invoke.");
   const key = await runtimeKey(ctx, app);
   let response: Response;
   try {
     response = await fetch(app.url, {
       method: app.method,
-      headers: { [headerName]: key.keyId, ...(app.method === "POST" ? { "content-type": "application/json" } : {}) },
+      headers: { [options.header]: key.keyId, ...(app.method === "POST" ? { "content-type": "application/json" } : {}) },
       body: app.method === "POST" ? JSON.stringify(body ?? null) : undefined,
-      signal: AbortSignal.timeout(INVOKE_TIMEOUT_MS),
+      signal: AbortSignal.timeout(options.timeoutMs),
       redirect: "manual",
     });
     return {
@@ -44,6 +52,6 @@ export async function invoke(ctx: Context, app: Application, body: unknown, head
   } catch (error) {
     const timedOut = (error as Error).name === "TimeoutError";
     ctx.log.warn({ application: app.id, reason: (error as Error).name }, "application invoke failed");
-    throw new AppError("bad_gateway", timedOut ? "The application did not answer within 10 s." : "The application could not be reached.");
+    throw new AppError("bad_gateway", timedOut ? `The application did not answer within ${options.timeoutMs / 1000} s.` : "The application could not be reached.");
   }
 }

@@ -78,9 +78,13 @@ describe("KeyCache", () => {
 
   it("expires entries after the TTL", async () => {
     const store = fakeStore();
-    const v = new KeyCache(store, { ttlMs: 30 });
+    let now = 1_000;
+    const v = new KeyCache(store, { ttlMs: 30, now: () => now });
     await v.lookup(hash(3));
-    await new Promise((r) => setTimeout(r, 60));
+    now += 29;
+    await v.lookup(hash(3));
+    expect(store.queries).toBe(1);
+    now += 2;
     await v.lookup(hash(3));
     expect(store.queries).toBe(2);
   });

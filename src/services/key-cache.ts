@@ -19,6 +19,8 @@ type Entry = StoredKey | typeof UNKNOWN;
 export interface KeyCacheOptions {
   maxEntries?: number;
   ttlMs?: number;
+  /** The clock the TTL is measured on, in milliseconds (performance.now; tests move a fake one). */
+  now?: () => number;
 }
 
 export interface KeyCacheStats {
@@ -34,9 +36,9 @@ export class KeyCache {
   readonly #stats = { hits: 0, misses: 0, queries: 0 };
   #epoch = 0;
 
-  constructor(db: Queryable, { maxEntries = 100_000, ttlMs = 30_000 }: KeyCacheOptions = {}) {
+  constructor(db: Queryable, { maxEntries = 100_000, ttlMs = 30_000, now }: KeyCacheOptions = {}) {
     this.#db = db;
-    this.#cache = new LRUCache<string, Entry>({ max: maxEntries, ttl: ttlMs, ttlAutopurge: false });
+    this.#cache = new LRUCache<string, Entry>({ max: maxEntries, ttl: ttlMs, ttlAutopurge: false, ...(now && { perf: { now }, ttlResolution: 0 }) });
   }
 
   /** The live key behind a token hash (active or not), or undefined when there is none. */

@@ -3,7 +3,7 @@
 // leader stops renewing.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { LeaderElector, type LeaderElectionOptions } from "../../src/operator/leader.ts";
+import { leaseApiFor, LeaderElector, type LeaderElectionOptions } from "../../src/operator/leader.ts";
 import { createLogger } from "../../src/logging.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
 import { FaultProxy } from "../support/fault-proxy.ts";
@@ -39,7 +39,7 @@ describeKube("operator leader election", () => {
   });
 
   function candidate(identity: string, lease: string, kubeConfig: KubeConfig = kube().kubeConfig, options: Partial<LeaderElectionOptions> = {}): Candidate {
-    const elector = new LeaderElector({ kubeConfig, namespace, name: lease, identity, log, ...TIMING, ...options });
+    const elector = new LeaderElector({ leases: leaseApiFor(kubeConfig), namespace, name: lease, identity, log, ...TIMING, ...options });
     const c: Candidate = { identity, elector, spans: [] };
     elector.run({
       onStartedLeading: (signal) => void c.spans.push({ start: performance.now(), signal }),

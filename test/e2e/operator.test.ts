@@ -136,7 +136,9 @@ describeKube("operator", () => {
     const apiKey = await k.waitFor("conflicted", "SecretConflict");
 
     expect(apiKey.status?.conditions?.[0]).toMatchObject({ status: "False", message: expect.stringContaining(`Secret ${k.namespace}/taken`) });
-    await new Promise((r) => setTimeout(r, 1_000));
+    // Everything the operator would do about it, it has done: idle, then every ApiKey reconciled again.
+    await operator.idle();
+    await operator.resync();
     const after = await k.readSecret("taken");
     expect(after?.metadata?.resourceVersion).toBe(foreign.metadata?.resourceVersion);
     expect(after?.data).toEqual(foreign.data);
@@ -232,7 +234,7 @@ describeKube("operator", () => {
     await k.createApiKey("counted", { customer: "acme" });
     await k.waitReady("counted");
     await waitFor(() => operator.stats()?.secrets === (before?.secrets ?? 0) + 1, { what: "the new Secret in the cache" });
-    await new Promise((r) => setTimeout(r, 300));
+    await operator.idle();
     expect(operator.stats()?.secrets).toBe((before?.secrets ?? 0) + 1);
   });
 

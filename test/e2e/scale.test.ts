@@ -46,10 +46,9 @@ describeKube("operator at scale", () => {
     const keys = await svc.ctx.db.query<{ n: number }>("SELECT count(*)::int AS n FROM api_keys WHERE managed_by LIKE $1", [`${k.namespace}/%`]);
     expect(keys[0]?.n).toBe(COUNT);
 
-    // Let the echoes of its own writes (watch events of the Secrets and statuses) die down first.
+    // The echoes of its own writes (watch events of the Secrets and statuses) handled first.
     await operator.idle();
-    await new Promise((r) => setTimeout(r, 1_000));
-    await operator.idle();
+    await operator.resync();
     proxy.resetCounts();
     const resyncStart = performance.now();
     await operator.resync();

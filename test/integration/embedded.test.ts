@@ -42,7 +42,15 @@ describe("keyplane serve on the embedded database", () => {
   });
 
   it("finishes a request in flight on SIGTERM, then exits 0", { timeout: 60_000 }, async () => {
-    const voice = createServer((_req, res) => setTimeout(() => res.end('{"answered":true}'), 1_000));
+    // The application holds its answer until keyplane has begun to stop: the request is in flight then.
+    let received!: () => void;
+    const inApplication = new Promise<void>((resolve) => (received = resolve));
+    let answer!: () => void;
+    const stopping = new Promise<void>((resolve) => (answer = resolve));
+    const voice = createServer((_req, res) => {
+      received();
+      void stopping.then(() => res.end('{"answered":true}'));
+    });
     await new Promise<void>((resolve) => voice.listen(0, "127.0.0.1", resolve));
     const server = await startServerProcess({ KEYPLANE_DATA_DIR: dataDir });
     try {
@@ -53,8 +61,10 @@ describe("keyplane serve on the embedded database", () => {
       const url = `http://127.0.0.1:${(voice.address() as AddressInfo).port}/`;
       await fetch(`${base}/sip.acme.example/applications`, { method: "POST", headers: admin, body: JSON.stringify({ name: "slow", url }) });
       const inFlight = fetch(`${base}/sip.acme.example/applications/slow/invoke`, { method: "POST", headers: admin, body: "{}" });
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await inApplication;
       const exited = server.stop();
+      await expect.poll(() => server.stdout().includes("stopping: finishing requests in flight")).toBe(true);
+      answer();
       const res = await inFlight;
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ answered: true });

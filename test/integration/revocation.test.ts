@@ -17,6 +17,7 @@ interface Sample {
 /** Calls GET /keys/self with `token` from `connections` loops until stopped; records each answer. */
 function hammer(url: string, token: string, connections = 8) {
   const samples: Sample[] = [];
+  const waiting: { count: number; resolve: () => void }[] = [];
   let running = true;
   const loops = Array.from({ length: connections }, async () => {
     while (running) {
@@ -24,10 +25,16 @@ function hammer(url: string, token: string, connections = 8) {
       const res = await fetch(`${url}/keys/self`, { headers: { Authorization: `Bearer ${token}` } });
       await res.arrayBuffer();
       samples.push({ startedAt, status: res.status });
+      for (const w of waiting.filter((w) => samples.length >= w.count)) w.resolve();
     }
   });
   return {
     samples,
+    /** Resolves once `n` more answers have come in. */
+    answered(n: number): Promise<void> {
+      const count = samples.length + n;
+      return new Promise((resolve) => waiting.push({ count, resolve }));
+    },
     async stop() {
       running = false;
       await Promise.all(loops);
@@ -36,7 +43,6 @@ function hammer(url: string, token: string, connections = 8) {
   };
 }
 
-const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each(backends())("revocation on one process (%s)", (backend) => {
   let svc: TestService;
@@ -58,10 +64,10 @@ describe.each(backends())("revocation on one process (%s)", (backend) => {
   /** Runs `change` under load on `token`; every request that started after it returned must get `expected`. */
   async function underLoad(token: string, change: () => Promise<unknown>, expected: number) {
     const load = hammer(http.url, token);
-    await settle(150);
+    await load.answered(50);
     await change();
     const changedAt = performance.now();
-    await settle(150);
+    await load.answered(50);
     const samples = await load.stop();
     const after = samples.filter((s) => s.startedAt > changedAt);
     expect(samples.filter((s) => s.startedAt <= changedAt).length).toBeGreaterThan(0);
@@ -176,7 +182,8 @@ describe.runIf(backends().includes("postgres"))("revocation across processes on 
 
 describe("entries expire even when no notification comes", () => {
   it("a change made behind the service's back shows within the TTL", async () => {
-    const svc = await startService("pglite", { keyCache: { ttlMs: 200 } });
+    let now = 1_000;
+    const svc = await startService("pglite", { keyCache: { ttlMs: 200, now: () => now } });
     try {
       const acme = await createTenant(svc, "acme");
       const token = acme.keys.domain;
@@ -184,7 +191,7 @@ describe("entries expire even when no notification comes", () => {
       await svc.database.db.exec("ALTER TABLE api_keys DISABLE TRIGGER api_keys_changed");
       await svc.database.db.query("UPDATE api_keys SET active = false WHERE name = 'k' AND domain_id IS NOT NULL AND application_id IS NULL AND subscriber_id IS NULL");
       expect((await svc.as(token).get("/keys/self")).status).toBe(200); // still cached: no notification came
-      await settle(300);
+      now += 201;
       expect((await svc.as(token).get("/keys/self")).status).toBe(401);
     } finally {
       await svc.stop();

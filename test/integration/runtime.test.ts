@@ -12,6 +12,9 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return body;
 }
 
+// The application time-out, injected short: the slow application never answers, so the test waits only this.
+const TIMEOUT_MS = 300;
+
 describe.each([["X-SVC-APIKey"], ["X-Test-Runtime-Key"]])("runtime with header %s", (header) => {
   let svc: TestService;
   let http: Listening;
@@ -20,7 +23,7 @@ describe.each([["X-SVC-APIKey"], ["X-Test-Runtime-Key"]])("runtime with header %
   const seen: { method: string; key: string | undefined; body: string }[] = [];
 
   beforeAll(async () => {
-    svc = await startService("pglite", { runtimeHeader: header });
+    svc = await startService("pglite", { runtimeHeader: header, invokeTimeoutMs: TIMEOUT_MS });
     http = await listen(svc.app, 0, "127.0.0.1");
     voiceApp = createServer(async (req, res) => {
       const key = req.headers[header.toLowerCase()] as string | undefined;
@@ -93,11 +96,11 @@ describe.each([["X-SVC-APIKey"], ["X-Test-Runtime-Key"]])("runtime with header %
     }
   });
 
-  it.runIf(header === "X-SVC-APIKey")("answers 502 when the application is slower than 10 s", { timeout: 20_000 }, async () => {
-    const started = Date.now();
+  it("answers 502 when the application is slower than its time-out (10 s; here injected short)", async () => {
+    const started = performance.now();
     const res = await svc.admin.post(`${app("slow")}/invoke`, {});
     expect(res.status).toBe(502);
-    expect(res.body.message).toMatch(/10 s/);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(9_900);
+    expect(res.body).toMatchObject({ error: "bad_gateway", message: `The application did not answer within ${TIMEOUT_MS / 1000} s.` });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 10);
   });
 });

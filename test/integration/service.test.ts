@@ -67,7 +67,7 @@ describe("a PostgreSQL server that cannot be reached", () => {
     const log = captureLogger(logs);
     const db = openPostgres({ connectionString: "postgres://keyplane@127.0.0.1:1/keyplane", log });
     const ctx = { db, sealer: createSealer(randomBytes(32)), keyCache: new KeyCache(db), clock: () => new Date(), log, migrations: await loadMigrations() };
-    const app = createApp(ctx, { adminToken: "a".repeat(32), runtimeHeader: "X-SVC-APIKey", version: "test" });
+    const app = createApp(ctx, { adminToken: "a".repeat(32), runtime: { header: "X-SVC-APIKey", timeoutMs: 10_000 }, version: "test" });
     try {
       const started = Date.now();
       for (const req of [

@@ -36,6 +36,7 @@ export interface TestServiceOptions {
   clock?: () => Date;
   keyCache?: KeyCacheOptions;
   runtimeHeader?: string;
+  invokeTimeoutMs?: number;
   database?: TestDatabase;
   masterKey?: Buffer;
 }
@@ -54,6 +55,7 @@ export async function startService(backend: Backend, options: TestServiceOptions
     db: database.db,
     secrets: { adminToken, masterKey },
     runtimeHeader: options.runtimeHeader ?? "X-SVC-APIKey",
+    invokeTimeoutMs: options.invokeTimeoutMs,
     log,
     clock: options.clock,
     keyCache: options.keyCache,
