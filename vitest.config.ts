@@ -11,7 +11,12 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "suites", include: ["src/**/*.test.ts", "test/**/*.test.ts"], sequence: { groupOrder: 1 } },
+        test: {
+          name: "suites",
+          include: ["src/**/*.test.ts", "test/**/*.test.ts"],
+          setupFiles: ["test/support/conformance-setup.ts"],
+          sequence: { groupOrder: 1 },
+        },
       },
       {
         extends: true,

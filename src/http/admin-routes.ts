@@ -30,14 +30,16 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
 
   /** GET and DELETE of one entity, found by `load`. */
   const entity = <T extends { id: number }>(
-    path: string, what: string, table: directory.EntityTableName, schema: Route["ok"]["schema"], load: (req: Request) => Promise<T>,
+    path: string, what: string, noun: string, table: directory.EntityTableName, schema: Route["ok"]["schema"], load: (req: Request) => Promise<T>,
   ): Route[] => [
     route({
-      method: "get", path, tag, auth: "admin", summary: `Get a ${what}`, ok: { status: 200, description: `The ${what}`, schema },
+      method: "get", path, operationId: `get${noun}`, tag, auth: "admin", summary: `Get a ${what}`, refusals: ["not_found"],
+      ok: { status: 200, description: `The ${what}`, schema },
       handle: async (req, res) => void res.json(await load(req)),
     }),
     route({
-      method: "delete", path, tag, auth: "admin", summary: `Delete a ${what} with everything below it, keys included`,
+      method: "delete", path, operationId: `delete${noun}`, tag, auth: "admin", refusals: ["not_found"],
+      summary: `Delete a ${what} with everything below it, keys included`,
       ok: { status: 204, description: "Deleted" },
       handle: async (req, res) => {
         await directory.deleteEntity(ctx, table, (await load(req)).id);
@@ -48,31 +50,31 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
 
   return [
     route({
-      method: "post", path: C, tag, auth: "admin", body: customerBody, summary: "Create a customer",
+      method: "post", path: C, operationId: "createCustomer", tag, auth: "admin", body: customerBody, refusals: ["conflict"], summary: "Create a customer",
       ok: { status: 201, description: "The customer", schema: customerObject },
       handle: async (_req, res, { body }) => void res.status(201).json(await directory.createCustomer(ctx, body.name)),
     }),
     route({
-      method: "get", path: C, tag, auth: "admin", summary: "List customers",
+      method: "get", path: C, operationId: "listCustomers", tag, auth: "admin", summary: "List customers",
       ok: { status: 200, description: "Customers", schema: customerObject.array() },
       handle: async (_req, res) => void res.json(await directory.listCustomers(ctx)),
     }),
-    ...entity(`${C}/:customer`, "customer", "customers", customerObject, customer),
+    ...entity(`${C}/:customer`, "customer", "Customer", "customers", customerObject, customer),
 
     route({
-      method: "post", path: CD, tag, auth: "admin", body: domainBody, summary: "Create a domain",
+      method: "post", path: CD, operationId: "createDomain", tag, auth: "admin", body: domainBody, refusals: ["not_found", "conflict"], summary: "Create a domain",
       ok: { status: 201, description: "The domain", schema: domainObject },
       handle: async (req, res, { body }) => void res.status(201).json(await directory.createDomain(ctx, await customer(req), body.domain)),
     }),
     route({
-      method: "get", path: CD, tag, auth: "admin", summary: "List a customer's domains",
+      method: "get", path: CD, operationId: "listDomains", tag, auth: "admin", refusals: ["not_found"], summary: "List a customer's domains",
       ok: { status: 200, description: "Domains", schema: domainObject.array() },
       handle: async (req, res) => void res.json(await directory.listDomains(ctx, await customer(req))),
     }),
-    ...entity(`${CD}/:domain`, "domain", "domains", domainObject, domain),
+    ...entity(`${CD}/:domain`, "domain", "Domain", "domains", domainObject, domain),
 
     route({
-      method: "post", path: CDA, tag, auth: "admin", body: applicationBody, summary: "Create a voice application",
+      method: "post", path: CDA, operationId: "createApplication", tag, auth: "admin", body: applicationBody, refusals: ["not_found", "conflict"], summary: "Create a voice application",
       ok: { status: 201, description: "The application", schema: applicationObject },
       handle: async (req, res, { body }) => {
         const input = { name: body.name, url: body.url ?? null, method: body.method ?? "POST" } as const;
@@ -80,18 +82,18 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
       },
     }),
     route({
-      method: "get", path: CDA, tag, auth: "admin", summary: "List a domain's voice applications",
+      method: "get", path: CDA, operationId: "listApplications", tag, auth: "admin", refusals: ["not_found"], summary: "List a domain's voice applications",
       ok: { status: 200, description: "Applications", schema: applicationObject.array() },
       handle: async (req, res) => void res.json(await directory.listApplications(ctx, await domain(req))),
     }),
-    ...entity(`${CDA}/:application`, "voice application", "applications", applicationObject, application),
+    ...entity(`${CDA}/:application`, "voice application", "Application", "applications", applicationObject, application),
     route({
-      method: "post", path: `${CDA}/:application/runtime-key`, tag, auth: "admin", summary: "Provision the application's runtime key",
+      method: "post", path: `${CDA}/:application/runtime-key`, operationId: "provisionRuntimeKey", tag, auth: "admin", refusals: ["not_found"], summary: "Provision the application's runtime key",
       ok: { status: 200, description: "The runtime key", schema: keyObject },
       handle: async (req, res) => void res.json(keyJson(await runtimeKey(ctx, await application(req)))),
     }),
     route({
-      method: "post", path: `${CDA}/:application/invoke`, tag, auth: "admin",
+      method: "post", path: `${CDA}/:application/invoke`, operationId: "invokeApplication", tag, auth: "admin", refusals: ["not_found", "bad_gateway"],
       summary: "Run the application: its url gets the body and the runtime key in the runtime header",
       body: invokeBody,
       ok: { status: 200, description: "The application's own answer, status and body as it gave them" },
@@ -104,20 +106,20 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
     }),
 
     route({
-      method: "post", path: CDS, tag, auth: "admin", body: subscriberBody, summary: "Create a subscriber",
+      method: "post", path: CDS, operationId: "createSubscriber", tag, auth: "admin", body: subscriberBody, refusals: ["not_found", "conflict"], summary: "Create a subscriber",
       ok: { status: 201, description: "The subscriber", schema: subscriberObject },
       handle: async (req, res, { body }) => void res.status(201).json(await directory.createSubscriber(ctx, await domain(req), body.msisdn)),
     }),
     route({
-      method: "get", path: CDS, tag, auth: "admin", summary: "List a domain's subscribers",
+      method: "get", path: CDS, operationId: "listSubscribers", tag, auth: "admin", refusals: ["not_found"], summary: "List a domain's subscribers",
       ok: { status: 200, description: "Subscribers", schema: subscriberObject.array() },
       handle: async (req, res) => void res.json(await directory.listSubscribers(ctx, await domain(req))),
     }),
-    ...entity(`${CDS}/:subscriber`, "subscriber", "subscribers", subscriberObject, async (req) =>
+    ...entity(`${CDS}/:subscriber`, "subscriber", "Subscriber", "subscribers", subscriberObject, async (req) =>
       directory.getSubscriber(ctx, await domain(req), param(req, "subscriber"))),
 
     route({
-      method: "post", path: CU, tag, auth: "admin", body: userBody, summary: "Create a user, with the user's key",
+      method: "post", path: CU, operationId: "createUser", tag, auth: "admin", body: userBody, refusals: ["not_found", "conflict"], summary: "Create a user, with the user's key",
       ok: { status: 201, description: "The user, its key under `key`", schema: userWithKeyObject },
       handle: async (req, res, { body }) => {
         const owner: Customer = await customer(req);
@@ -127,14 +129,14 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
       },
     }),
     route({
-      method: "get", path: CU, tag, auth: "admin", summary: "List a customer's users",
+      method: "get", path: CU, operationId: "listUsers", tag, auth: "admin", refusals: ["not_found"], summary: "List a customer's users",
       ok: { status: 200, description: "Users", schema: userObject.array() },
       handle: async (req, res) => void res.json(await directory.listUsers(ctx, await customer(req))),
     }),
-    ...entity(`${CU}/:user`, "user", "users", userObject, async (req) => directory.getUser(ctx, await customer(req), param(req, "user"))),
+    ...entity(`${CU}/:user`, "user", "User", "users", userObject, async (req) => directory.getUser(ctx, await customer(req), param(req, "user"))),
 
     route({
-      method: "post", path: `${C}/:customer/keys`, tag, auth: "admin", body: provisionBody,
+      method: "post", path: `${C}/:customer/keys`, operationId: "provisionBootstrapKey", tag, auth: "admin", body: provisionBody, refusals: ["not_found"],
       summary: "Provision a customer key (the bootstrap path)",
       ok: { status: 200, description: "The key", schema: keyObject },
       handle: async (req, res, { body }) => {

@@ -2,25 +2,28 @@ import type { Context } from "../services/context.ts";
 import { isReady } from "../services/health.ts";
 import { sendError } from "./errors.ts";
 import { route, type Route } from "./route.ts";
+import { healthObject, openApiObject } from "./schemas.ts";
 
 export function healthRoutes(ctx: Context, openapi: () => object): Route[] {
   return [
     route({
-      method: "get", path: "/healthz", tag: "health", auth: "none", summary: "The process is alive",
-      ok: { status: 200, description: "Alive" },
+      method: "get", path: "/healthz", operationId: "getLiveness", tag: "health", auth: "none", database: false, summary: "The process is alive",
+      ok: { status: 200, description: "Alive", schema: healthObject },
       handle: (_req, res) => void res.json({ status: "ok" }),
     }),
     route({
-      method: "get", path: "/readyz", tag: "health", auth: "none", summary: "The database is reachable and migrated",
-      ok: { status: 200, description: "Ready" },
+      method: "get", path: "/readyz", operationId: "getReadiness", tag: "health", auth: "none", refusals: ["unavailable"],
+      summary: "The database is reachable and migrated",
+      ok: { status: 200, description: "Ready", schema: healthObject },
       handle: async (_req, res) => {
         if (await isReady(ctx)) res.json({ status: "ok" });
         else sendError(res, "unavailable", "The key store is not reachable or not migrated.");
       },
     }),
     route({
-      method: "get", path: "/openapi.json", tag: "health", auth: "none", summary: "This API's OpenAPI 3.1 description",
-      ok: { status: 200, description: "The OpenAPI document" },
+      method: "get", path: "/openapi.json", operationId: "getOpenApiDocument", tag: "health", auth: "none", database: false,
+      summary: "This API's OpenAPI 3.1 description",
+      ok: { status: 200, description: "The OpenAPI document", schema: openApiObject },
       handle: (_req, res) => void res.json(openapi()),
     }),
   ];

@@ -11,6 +11,7 @@ import { keyObject, listQuery, provisionBody, updateBody } from "./schemas.ts";
 
 // Every key path (docs/api.md, "Keys"): one set of five operations on each base, under each spelling.
 const BASES: { path: string; tag: string }[] = [
+  { path: "/keys", tag: "keys" },
   { path: "/customers/:customer/keys", tag: "customer keys" },
   { path: "/customers/:customer/domains/:domain/keys", tag: "customer keys" },
   { path: "/customers/:customer/domains/:domain/applications/:application/keys", tag: "customer keys" },
@@ -22,9 +23,14 @@ const BASES: { path: string; tag: string }[] = [
   { path: "/subscribers/:subscriber/keys", tag: "subscriber keys" },
 ];
 
+/** The scope a base names, for its operations' ids: /customers/:customer/domains/:domain/keys -> CustomerDomain. */
+function nounOf(base: string): string {
+  return [...base.matchAll(/\/(customers|domains|applications|subscribers)\//g)].map(([, c]) => c![0]!.toUpperCase() + c!.slice(1, -1)).join("");
+}
+
 /** The spellings clients of the original platform use: `apikeys` for `keys`, `tenants` for `customers`. */
 export function spellings(path: string): string[] {
-  const keys = [path, path.replace(/\/keys$/, "/apikeys")];
+  const keys = [path, path.replace(/\/keys(?=\/|$)/, "/apikeys")];
   return path.startsWith("/customers/") ? [...keys, ...keys.map((p) => p.replace(/^\/customers\//, "/tenants/"))] : keys;
 }
 
@@ -46,13 +52,15 @@ async function authorizedScope(ctx: Context, req: Request): Promise<Scope> {
 
 const keyRef = (req: Request) => String(req.params.keyId);
 
+/** The five operations of one base, declared on its canonical spelling. */
 function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
   const one = `${base}/:keyId`;
+  const noun = nounOf(base);
   return [
     route({
-      method: "get", path: base, tag, auth: "key", query: listQuery,
+      method: "get", path: base, operationId: `list${noun}Keys`, tag, auth: "key", query: listQuery,
       summary: "List the live keys of the scope, ordered by id",
-      ok: { status: 200, description: "A JSON array of keys", schema: keyObject.array() },
+      ok: { status: 200, description: "A JSON array of keys", schema: keyObject.array(), headers: ["Link"] },
       handle: async (req, res, { query }) => {
         const scope = await authorizedScope(ctx, req);
         const { limit, after, ...filter } = query;
@@ -60,7 +68,7 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
       },
     }),
     route({
-      method: "post", path: base, tag, auth: "key", body: provisionBody,
+      method: "post", path: base, operationId: `provision${noun}Key`, tag, auth: "key", body: provisionBody,
       summary: "Provision a key at the scope; an existing live key of the same name is returned instead",
       ok: { status: 200, description: "The key", schema: keyObject },
       handle: async (req, res, { body }) => {
@@ -70,7 +78,7 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
       },
     }),
     route({
-      method: "get", path: one, tag, auth: "key",
+      method: "get", path: one, operationId: `get${noun}Key`, tag, auth: "key", refusals: ["not_found"],
       summary: "Get one key, by keyId or numeric id",
       ok: { status: 200, description: "The key", schema: keyObject },
       handle: async (req, res) => {
@@ -80,7 +88,7 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
       },
     }),
     route({
-      method: "put", path: one, tag, auth: "key", body: updateBody,
+      method: "put", path: one, operationId: `update${noun}Key`, tag, auth: "key", body: updateBody, refusals: ["not_found", "conflict"],
       summary: "Rename, enable or disable a key",
       ok: { status: 200, description: "The updated key", schema: keyObject },
       handle: async (req, res, { body }) => {
@@ -90,7 +98,7 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
       },
     }),
     route({
-      method: "delete", path: one, tag, auth: "key",
+      method: "delete", path: one, operationId: `delete${noun}Key`, tag, auth: "key",
       summary: "Delete a key (204 also when there is no such key here)",
       ok: { status: 204, description: "Deleted, or nothing to delete" },
       handle: async (req, res) => {
@@ -103,15 +111,13 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
 }
 
 export function keysRoutes(ctx: Context): Route[] {
-  const self = (path: string): Route =>
-    route({
-      method: "get", path, tag: "keys", auth: "key",
-      summary: "The calling key",
-      ok: { status: 200, description: "The calling key", schema: keyObject },
-      handle: (req, res) => void res.json(callerKeyJson(req.principal!)),
-    });
-  return [
-    ...spellings("/keys").flatMap((base) => [self(`${base}/self`), ...keyRoutes(ctx, base, "keys")]),
-    ...BASES.flatMap(({ path, tag }) => spellings(path).flatMap((base) => keyRoutes(ctx, base, tag))),
-  ];
+  const self = route({
+    method: "get", path: "/keys/self", operationId: "getSelfKey", tag: "keys", auth: "key",
+    summary: "The calling key",
+    ok: { status: 200, description: "The calling key", schema: keyObject },
+    handle: (req, res) => void res.json(callerKeyJson(req.principal!)),
+  });
+  const canonical = [self, ...BASES.flatMap(({ path, tag }) => keyRoutes(ctx, path, tag))];
+  // Every spelling is served; the document describes the canonical one and refers the others to it.
+  return canonical.flatMap((r) => spellings(r.path).map((path) => (path === r.path ? r : { ...r, path, aliasOf: r.path })));
 }

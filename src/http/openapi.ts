@@ -1,53 +1,184 @@
 import { z } from "zod";
+import { statusOf, type ErrorCode } from "../domain/errors.ts";
+import { API_EXAMPLES } from "./examples.ts";
 import type { Route } from "./route.ts";
-import { errorObject } from "./schemas.ts";
+import {
+  applicationObject, customerObject, domainObject, errorObject, healthObject, keyObject, openApiObject, subscriberObject, userObject, userWithKeyObject,
+} from "./schemas.ts";
 
 // /openapi.json: OpenAPI 3.1, generated from the same route declarations and zod schemas that serve
-// and validate requests.
-const schema = (s: z.ZodType, io: "input" | "output") => z.toJSONSchema(s, { target: "draft-2020-12", io, unrepresentable: "any" });
+// and validate requests, so the two cannot drift (the suites check every answer against it too).
+// Shared objects are components, referenced; each operation lists exactly what it can answer.
 
-const ERRORS: Record<string, string> = {
-  "400": "Invalid request", "401": "Not authorized", "404": "Not found", "405": "Method not allowed", "409": "Conflict",
-  "413": "Body over 16 KiB", "415": "Body not JSON", "503": "Key store unavailable",
+const COMPONENTS = {
+  Key: keyObject, Customer: customerObject, Domain: domainObject, Application: applicationObject, Subscriber: subscriberObject,
+  User: userObject, UserWithKey: userWithKeyObject, Error: errorObject, Health: healthObject, OpenApiDocument: openApiObject,
+} satisfies Record<Exclude<keyof typeof API_EXAMPLES, "requests">, z.ZodType>;
+
+type Component = keyof typeof COMPONENTS;
+const ref = (name: string, kind = "schemas") => ({ $ref: `#/components/${kind}/${name}` });
+
+/** Every operation can answer these: a body that is not JSON, too large or malformed, a bad path, a defect. */
+const ALWAYS: ErrorCode[] = ["bad_request", "payload_too_large", "unsupported_media_type", "internal"];
+
+const ERROR_NAMES: Record<ErrorCode, string> = {
+  bad_request: "BadRequest", unauthorized: "Unauthorized", not_found: "NotFound", method_not_allowed: "MethodNotAllowed",
+  conflict: "Conflict", payload_too_large: "PayloadTooLarge",
+  unsupported_media_type: "UnsupportedMediaType", rate_limited: "RateLimited", internal: "Internal", bad_gateway: "BadGateway",
+  unavailable: "Unavailable",
 };
+
+const ERROR_TEXT: Record<ErrorCode, string> = {
+  bad_request: "The request is not valid: its body, query or path.",
+  unauthorized: "No valid, active key (or admin token), or a key whose scope does not reach the path.",
+  not_found: "No such entity or key here.",
+  method_not_allowed: "The path exists, but not with this method.",
+  conflict: "The name is taken.",
+  payload_too_large: "The body is over 16 KiB.",
+  unsupported_media_type: "The body is not JSON.",
+  rate_limited: "Too many failed authentications from this client.",
+  internal: "An unexpected error.",
+  bad_gateway: "The voice application has no url, cannot be reached, or did not answer in time.",
+  unavailable: "The key store cannot be reached.",
+};
+
+const PARAMETERS: Record<string, string> = {
+  customer: "A customer: its id (digits), uuid or name; on key paths also `self`, the caller's own.",
+  domain: "A domain: its id, uuid or DNS name; on key paths also `self`.",
+  application: "A voice application: its id, uuid or name (within the domain; on a path without one, the caller's domain); on key paths also `self`.",
+  subscriber: "A subscriber: its msisdn first (within the domain, or the caller's), then id, then uuid; on key paths also `self`.",
+  user: "A user: its id, uuid or email.",
+  keyId: "A key: its keyId (the token) or, to keep tokens out of URLs, its numeric id.",
+};
+
+const TAGS: Record<string, string> = {
+  health: "Liveness, readiness and this document.",
+  admin: "The platform's directory (customers, domains, voice applications, subscribers, users), with the admin token.",
+  keys: "The calling key's own scope, at /keys.",
+  "customer keys": "Keys under /customers/{customer} (also spelled /tenants): for customer-level keys of that customer.",
+  "domain keys": "Keys under /domains/{domain}: for keys of that domain or above.",
+  "application keys": "Keys of one voice application, or above it.",
+  "subscriber keys": "Keys of one subscriber, or above it.",
+};
+
+/** A request's body or query, inline (no component lies inside one). */
+const schemaOf = (s: z.ZodType) => z.toJSONSchema(s, { target: "draft-2020-12", io: "input", unrepresentable: "any" });
+
+const registry = z.registry<{ id: string }>();
+for (const [id, schema] of Object.entries(COMPONENTS)) registry.add(schema, { id });
+const byIdentity = new Map<z.ZodType, Component>(Object.entries(COMPONENTS).map(([id, s]) => [s, id as Component]));
+
+/** A response body: a component by $ref (or an array of one), with its example. */
+function content(schema: z.ZodType): object {
+  const named = byIdentity.get(schema);
+  if (named) return { "application/json": { schema: ref(named), example: API_EXAMPLES[named] } };
+  const element = (schema as { element?: z.ZodType }).element;
+  const item = element && byIdentity.get(element);
+  if (item) return { "application/json": { schema: { type: "array", items: ref(item) }, example: [API_EXAMPLES[item]] } };
+  throw new Error("every response schema of the API is a component, or an array of one");
+}
+
+function withoutIds(json: Record<string, unknown>): Record<string, unknown> {
+  const { $id: _id, $schema: _schema, ...rest } = json;
+  return rest;
+}
+
+function queryParameters(query: z.ZodType): object[] {
+  const q = schemaOf(query) as { properties?: Record<string, { enum?: unknown[]; description?: string }> };
+  return Object.entries(q.properties ?? {}).map(([name, s]) => {
+    // A filter that takes true or false is a boolean to a client, whatever the query string carries.
+    const flag = s.enum?.length === 2 && s.enum.includes("true") && s.enum.includes("false");
+    return { name, in: "query", required: false, schema: flag ? { type: "boolean" } : withoutIds(s) };
+  });
+}
+
+/** What an operation can answer besides its success, by the error catalogue's codes. */
+export function refusalsOf(r: Route): ErrorCode[] {
+  const codes = new Set<ErrorCode>(ALWAYS);
+  if (r.auth !== "none") codes.add("unauthorized");
+  if (r.auth !== "none" && r.database !== false) codes.add("unavailable");
+  for (const code of r.refusals ?? []) codes.add(code);
+  return [...codes].sort((a, b) => statusOf(a) - statusOf(b));
+}
+
+function operation(r: Route): object {
+  const params = [...r.path.matchAll(/:([A-Za-z]+)/g)].map(([, name]) => ref(name!, "parameters"));
+  const headers = { "X-Request-Id": ref("XRequestId", "headers"), ...Object.fromEntries((r.ok.headers ?? []).map((h) => [h, ref(h, "headers")])) };
+  // invoke passes the application's own answer on, whatever its status: the default response.
+  const responses: Record<string, object> = r.operationId === "invokeApplication"
+    ? { default: { description: r.ok.description, headers, content: { "*/*": { schema: {}, example: { answered: true } } } } }
+    : { [r.ok.status]: { description: r.ok.description, headers, ...(r.ok.schema && { content: content(r.ok.schema) }) } };
+  for (const code of refusalsOf(r)) responses[statusOf(code)] = ref(ERROR_NAMES[code], "responses");
+  return {
+    operationId: r.operationId,
+    summary: r.summary,
+    tags: [r.tag],
+    security: r.auth === "none" ? [] : [{ [r.auth === "admin" ? "adminToken" : "apiKey"]: [] }],
+    ...((params.length || r.query) && { parameters: [...params, ...(r.query ? queryParameters(r.query) : [])] }),
+    ...(r.body && {
+      requestBody: {
+        // Required exactly when an empty body would be refused (an empty PUT changes nothing, and is valid).
+        required: !r.body.safeParse({}).success,
+        content: { "application/json": { schema: withoutIds(schemaOf(r.body) as Record<string, unknown>), example: API_EXAMPLES.requests[r.operationId] ?? {} } },
+      },
+    }),
+    responses,
+  };
+}
+
+const pathOf = (path: string) => path.replace(/:([A-Za-z]+)/g, "{$1}");
+const pointer = (path: string) => `#/paths/${pathOf(path).replaceAll("~", "~0").replaceAll("/", "~1")}`;
 
 export function openApiDocument(routes: Route[], version: string): object {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
-    const path = r.path.replace(/:([A-Za-z]+)/g, "{$1}");
-    const parameters = [...r.path.matchAll(/:([A-Za-z]+)/g)].map(([, name]) => ({
-      name, in: "path", required: true, schema: { type: "string" },
-    }));
-    if (r.query) {
-      const q = schema(r.query, "input") as { properties?: Record<string, object> };
-      for (const [name, s] of Object.entries(q.properties ?? {})) parameters.push({ name, in: "query", required: false, schema: s as never });
-    }
-    const responses: Record<string, unknown> = {
-      [r.ok.status]: {
-        description: r.ok.description,
-        ...(r.ok.schema && { content: { "application/json": { schema: schema(r.ok.schema, "output") } } }),
-      },
-    };
-    for (const [status, description] of Object.entries(ERRORS)) {
-      responses[status] = { description, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
-    }
-    (paths[path] ??= {})[r.method] = {
-      summary: r.summary,
-      tags: [r.tag],
-      security: r.auth === "none" ? [] : [{ [r.auth === "admin" ? "adminToken" : "apiKey"]: [] }],
-      parameters,
-      ...(r.body && { requestBody: { required: true, content: { "application/json": { schema: schema(r.body, "input") } } } }),
-      responses,
-    };
+    // Another spelling of a path is that path's item by reference: described once, never copied.
+    if (r.aliasOf) paths[pathOf(r.path)] = { $ref: pointer(r.aliasOf) };
+    else (paths[pathOf(r.path)] ??= {})[r.method] = operation(r);
   }
+  const used = new Set(routes.map((r) => r.tag));
+  const answered = new Set<ErrorCode>(["method_not_allowed", ...routes.flatMap(refusalsOf)]);
+  const components = z.toJSONSchema(registry, { target: "draft-2020-12", io: "output", unrepresentable: "any", uri: (id) => `#/components/schemas/${id}` }) as {
+    schemas: Record<string, Record<string, unknown>>;
+  };
   return {
     openapi: "3.1.0",
-    info: { title: "keyplane", version, description: "API key management for a voice-communications platform." },
+    info: {
+      title: "keyplane",
+      version,
+      summary: "API key management for a voice-communications platform.",
+      description:
+        "Keys in the hierarchy customer > domain > voice application / subscriber, plus users' keys. Every key path is also " +
+        "spelled with `apikeys` for `keys`, and `customers` as `tenants`: those paths refer to the same operations. A known " +
+        "path asked with a method it does not take answers 405 with an `Allow` header (components.responses.MethodNotAllowed); " +
+        "an unknown path 404.",
+      license: { name: "Apache-2.0", identifier: "Apache-2.0" },
+    },
+    servers: [{ url: "http://127.0.0.1:8080", description: "keyplane as `npm start` runs it" }],
+    tags: Object.entries(TAGS).filter(([name]) => used.has(name)).map(([name, description]) => ({ name, description })),
     paths,
     components: {
-      schemas: { Error: schema(errorObject, "output") },
+      schemas: Object.fromEntries(Object.entries(components.schemas).map(([id, s]) => [id, withoutIds(s)])),
+      parameters: Object.fromEntries(Object.entries(PARAMETERS).map(([name, description]) => [name, { name, in: "path", required: true, description, schema: { type: "string", minLength: 1 } }])),
+      headers: {
+        XRequestId: { description: "The request's id: the client's X-Request-Id when sane, else a new one.", schema: { type: "string" } },
+        "WWW-Authenticate": { description: 'Bearer realm="keyplane"', schema: { type: "string" } },
+        Link: { description: 'The next page of a list: `<...>; rel="next"`, while more remain.', schema: { type: "string" } },
+        Allow: { description: "The methods the path takes.", schema: { type: "string" } },
+      },
+      // The refusals some operation can answer, and 405, which answers the methods no operation takes.
+      responses: Object.fromEntries(Object.entries(ERROR_NAMES).filter(([code]) => answered.has(code as ErrorCode)).map(([code, name]) => {
+        const status = statusOf(code as ErrorCode);
+        const headers = {
+          "X-Request-Id": ref("XRequestId", "headers"),
+          ...(status === 401 && { "WWW-Authenticate": ref("WWW-Authenticate", "headers") }),
+          ...(status === 405 && { Allow: ref("Allow", "headers") }),
+        };
+        const example = { status, error: code, message: ERROR_TEXT[code as ErrorCode] };
+        return [name, { description: ERROR_TEXT[code as ErrorCode], headers, content: { "application/json": { schema: ref("Error"), example } } }];
+      })),
       securitySchemes: {
-        apiKey: { type: "http", scheme: "bearer", description: "An API key: XI followed by 32 hexadecimal digits." },
+        apiKey: { type: "http", scheme: "bearer", description: "An API key: XI followed by 32 upper-case hexadecimal digits." },
         adminToken: { type: "http", scheme: "bearer", description: "The admin token (KEYPLANE_ADMIN_TOKEN); opens /admin only." },
       },
     },

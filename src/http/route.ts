@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response, Router } from "express";
 import type { z } from "zod";
-import { badRequest } from "../domain/errors.ts";
+import { badRequest, type ErrorCode } from "../domain/errors.ts";
 import { sendError } from "./errors.ts";
 
 // A route is declared once, as data: express serves it and /openapi.json describes it from the same
@@ -11,12 +11,20 @@ export type Method = "get" | "post" | "put" | "delete";
 export interface Route<B = unknown, Q = unknown> {
   method: Method;
   path: string;
+  /** The operation's id in /openapi.json: stable, readable, unique (listCustomerKeys, rotateKey...). */
+  operationId: string;
+  /** Set on another spelling of a path (`apikeys`, `tenants`): the path it is another name for. */
+  aliasOf?: string;
   summary: string;
   tag: string;
   auth: "key" | "admin" | "none";
   body?: z.ZodType<B>;
   query?: z.ZodType<Q>;
-  ok: { status: number; description: string; schema?: z.ZodType };
+  ok: { status: number; description: string; schema?: z.ZodType; headers?: "Link"[] };
+  /** What else this operation can answer, beyond what every operation can (see openapi.ts). */
+  refusals?: ErrorCode[];
+  /** false for the few operations that answer without the database (/healthz, /openapi.json). */
+  database?: boolean;
   handle: (req: Request, res: Response, input: { body: B; query: Q }) => Promise<void> | void;
 }
 

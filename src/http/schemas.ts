@@ -91,3 +91,6 @@ export const keyObject = z.object({
 
 export const userWithKeyObject = userObject.extend({ key: keyObject });
 export const errorObject = z.object({ status: z.number().int(), error: z.string(), message: z.string() });
+export const healthObject = z.object({ status: z.literal("ok") });
+/** The OpenAPI document itself: an object, described by the OpenAPI specification, not here. */
+export const openApiObject = z.object({ openapi: z.string(), info: z.object({ title: z.string(), version: z.string() }).loose() }).loose();

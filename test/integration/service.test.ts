@@ -39,11 +39,12 @@ describe("health and description", () => {
     const body = post.requestBody.content["application/json"].schema;
     expect(body.required).toEqual(["name"]);
     expect(body.properties.name.maxLength).toBe(128);
-    expect(post.responses["200"].content["application/json"].schema.properties.keyId.pattern).toBe("^XI[0-9A-F]{32}$");
+    expect(post.responses["200"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/Key" });
+    expect(doc.components.schemas.Key.properties.keyId.pattern).toBe("^XI[0-9A-F]{32}$");
     expect(post.security).toEqual([{ apiKey: [] }]);
     expect(doc.paths["/admin/customers"].post.security).toEqual([{ adminToken: [] }]);
-    const list = doc.paths["/domains/{domain}/keys"].get.parameters.map((p: { name: string }) => p.name);
-    expect(list).toEqual(["domain", "limit", "after", "active", "type", "name"]);
+    const list = doc.paths["/domains/{domain}/keys"].get.parameters.map((p: { name?: string; $ref?: string }) => p.name ?? p.$ref);
+    expect(list).toEqual(["#/components/parameters/domain", "limit", "after", "active", "type", "name"]);
   });
 
   it("answers 503 on /readyz and the API when the database is gone", async () => {

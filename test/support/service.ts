@@ -4,7 +4,17 @@ import supertest from "supertest";
 import { createKeyplane, type Keyplane } from "../../src/keyplane.ts";
 import { createLogger } from "../../src/logging.ts";
 import type { KeyCacheOptions } from "../../src/services/key-cache.ts";
+import { Conformance } from "./conformance.ts";
 import { openTestDatabase, type Backend, type TestDatabase } from "./databases.ts";
+
+let conformance: { text: string; checker: Conformance } | undefined;
+
+/** The checker of the document this app serves (one per document: building one compiles schemas). */
+async function conformanceOf(app: Keyplane["app"]): Promise<Conformance> {
+  const text = (await supertest(app).get("/openapi.json")).text;
+  if (conformance?.text !== text) conformance = { text, checker: new Conformance(JSON.parse(text)) };
+  return conformance.checker;
+}
 
 // A keyplane over a new database, in this process, for HTTP tests through supertest. Every log line
 // it writes is kept in `logs`, so suites can assert what was (and was not) logged.
@@ -60,16 +70,19 @@ export async function startService(backend: Backend, options: TestServiceOptions
     clock: options.clock,
     keyCache: options.keyCache,
   });
+  // Every answer this service gives is checked against its own /openapi.json (conformance.ts).
+  const app = (await conformanceOf(keyplane.app)).wrap(keyplane.app);
   return {
     ...keyplane,
+    app,
     backend,
     database,
     adminToken,
     masterKey,
     logs,
     log,
-    as: (token) => bearer(keyplane.app, token),
-    admin: bearer(keyplane.app, adminToken),
+    as: (token) => bearer(app, token),
+    admin: bearer(app, adminToken),
     async stop() {
       await keyplane.close();
       await database.drop();
