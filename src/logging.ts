@@ -1,13 +1,37 @@
 import pino, { type DestinationStream, type Logger } from "pino";
 import { tokenHint } from "./domain/token.ts";
 
-// Every log line passes through one redaction, whatever logged it: a token becomes its hint
-// ("XI…7798") and each configured secret (the admin token) becomes "[redacted]". Code also avoids
-// logging them; this is the guarantee.
+// Every log line passes through one scrub, whatever logged it (docs/api.md, "Logs"). Code logs what
+// cannot hold a secret (route patterns, ids, codes); this is the guarantee for the rest: a token, or
+// the admin token, in any spelling a request can carry (percent-encoded, in any letter case) never
+// reaches the log. An exact token keeps its hint ("XI…7798"), any other spelling of a secret becomes
+// "[redacted]".
 const TOKEN_IN_TEXT = /XI[0-9A-F]{32}/g;
+const TOKEN_ANY_CASE = /xi[0-9a-f]{32}/;
+/** A run of characters a URL, a header or a JSON string may spell a token or the admin token with. */
+const CANDIDATE = /[\w%.~+-]{20,}/g;
 
 export function redactTokens(text: string): string {
   return text.replace(TOKEN_IN_TEXT, tokenHint);
+}
+
+/** Percent-decodes until nothing changes (a double-encoded %2558 is still an X); bad escapes stay as they are. */
+function decoded(text: string): string {
+  let current = text;
+  for (let i = 0; i < 4 && current.includes("%"); i++) {
+    const next = current.replace(/%[0-9A-Fa-f]{2}/g, (escape) => String.fromCharCode(parseInt(escape.slice(1), 16)));
+    if (next === current) break;
+    current = next;
+  }
+  return current;
+}
+
+/** The line with every spelling of a token or of `secrets` (lower-cased) taken out. */
+export function scrub(line: string, secrets: readonly string[] = []): string {
+  return redactTokens(line).replace(CANDIDATE, (run) => {
+    const plain = decoded(run).toLowerCase();
+    return TOKEN_ANY_CASE.test(plain) || secrets.some((s) => plain.includes(s)) ? "[redacted]" : run;
+  });
 }
 
 export interface LoggerOptions {
@@ -17,14 +41,14 @@ export interface LoggerOptions {
 }
 
 export function createLogger({ level = "info", secrets = [], destination = pino.destination(1) }: LoggerOptions = {}): Logger {
-  // A secret may appear JSON-escaped inside a line, so both spellings are hidden.
-  const hidden = secrets.filter((s) => s.length > 0).flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]);
-  const redacting: DestinationStream = {
+  const hidden = secrets.filter((s) => s.length > 0).map((s) => s.toLowerCase());
+  const scrubbing: DestinationStream = {
     write(line: string) {
-      let clean = redactTokens(line);
-      for (const secret of hidden) clean = clean.replaceAll(secret, "[redacted]");
+      let clean = scrub(line, hidden);
+      // A secret with characters outside the candidate runs (the admin token may hold any): as written.
+      for (const secret of secrets) if (secret) clean = clean.replaceAll(secret, "[redacted]").replaceAll(JSON.stringify(secret).slice(1, -1), "[redacted]");
       destination.write(clean);
     },
   };
-  return pino({ level, base: { service: "keyplane" }, timestamp: pino.stdTimeFunctions.isoTime }, redacting);
+  return pino({ level, base: { service: "keyplane" }, timestamp: pino.stdTimeFunctions.isoTime }, scrubbing);
 }

@@ -64,6 +64,16 @@ export class AppError extends Error {
   }
 }
 
+/**
+ * An error as a log line may show it: its kind, code, message and stack, never its other fields (a
+ * driver's error may carry its connection, a parser's the request body).
+ */
+export function errorFields(error: unknown): Record<string, unknown> {
+  if (!(error instanceof Error)) return { message: String(error) };
+  const code = (error as { code?: unknown }).code;
+  return { type: error.name, ...(typeof code === "string" || typeof code === "number" ? { code } : {}), message: error.message, stack: error.stack };
+}
+
 export const UNAUTHORIZED = "A valid, active API key is required.";
 export const unauthorized = (message = UNAUTHORIZED) =>
   new AppError("unauthorized", message);

@@ -11,7 +11,6 @@ import { errorHandler, sendError } from "./errors.ts";
 import { healthRoutes } from "./health-routes.ts";
 import { keysRoutes } from "./keys-routes.ts";
 import { openApiDocument } from "./openapi.ts";
-import { redactTokens } from "../logging.ts";
 import { logWhenAnswered, requestId } from "./request-log.ts";
 import { mount, type Route } from "./route.ts";
 
@@ -54,7 +53,8 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
     },
   });
   app.use(router);
-  app.use((req: Request, res: Response) => sendError(res, "not_found", `No route ${req.method} ${redactTokens(req.path)}.`));
+  // The path is not repeated: it may hold a token, and the client has it already.
+  app.use((req: Request, res: Response) => sendError(res, "not_found", `No route matches ${req.method} on this path.`));
   app.use(errorHandler(ctx.log));
   return app;
 }

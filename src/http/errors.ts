@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { ErrorRequestHandler } from "express";
 import type { Logger } from "pino";
-import { AppError, codeOf, statusOf, StoreUnavailable, type ErrorCode } from "../domain/errors.ts";
+import { AppError, codeOf, errorFields, statusOf, StoreUnavailable, type ErrorCode } from "../domain/errors.ts";
 
 // Every error leaves as {"status", "error", "message"} (docs/api.md, "Errors"), through these two functions.
 export function sendError(res: ServerResponse, code: ErrorCode, message: string): void {
@@ -33,7 +33,7 @@ function parserError(error: { type?: string; status?: number }): [ErrorCode, str
 /** Answers any error thrown while serving a request: the caller's own, or the service's. */
 export function answerError(res: ServerResponse, error: unknown, log: Logger, reqId: string): void {
   if (res.headersSent) {
-    log.error({ err: error, reqId }, "failed after the answer began");
+    log.error({ err: errorFields(error), reqId }, "failed after the answer began");
     res.destroy();
     return;
   }
@@ -45,7 +45,7 @@ export function answerError(res: ServerResponse, error: unknown, log: Logger, re
   const status = (error as { status?: unknown }).status;
   const code = typeof status === "number" && status >= 400 && status < 500 ? codeOf(status) : undefined;
   if (code) return sendError(res, code, "The request could not be understood.");
-  log.error({ err: error, reqId }, "unexpected error");
+  log.error({ err: errorFields(error), reqId }, "unexpected error");
   sendError(res, "internal", "An unexpected error occurred.");
 }
 

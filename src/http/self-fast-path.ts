@@ -21,7 +21,7 @@ export function withSelfFastPath(ctx: Context, next: RequestListener): RequestLi
   return (req, res) => {
     if (req.method !== "GET" || !SELF.test(req.url ?? "") || hasBody(req)) return next(req, res);
     const reqId = requestId(req, res);
-    logWhenAnswered(ctx.log, req, res, reqId);
+    logWhenAnswered(ctx.log, req, res, reqId, "/keys/self");
     verify(ctx, req.headers.authorization).then(
       (principal) => {
         if ("refused" in principal) return sendError(res, "unauthorized", principal.refused);

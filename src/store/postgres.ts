@@ -1,5 +1,6 @@
 import pg from "pg";
 import type { Logger } from "pino";
+import { errorFields } from "../domain/errors.ts";
 import type { Database, Queryable, Row } from "./database.ts";
 import { translated } from "./errors.ts";
 import { logged } from "./sql-log.ts";
@@ -19,7 +20,7 @@ export function openPostgres({ connectionString, max = 10, log }: PostgresOption
     application_name: "keyplane",
   });
   // An idle client's connection dropping must not crash the process; the pool replaces it.
-  pool.on("error", (error) => log.warn({ err: error }, "idle database connection lost"));
+  pool.on("error", (error) => log.warn({ err: errorFields(error) }, "idle database connection lost"));
 
   const on = (client: pg.Pool | pg.PoolClient): Queryable => ({
     query: <R extends Row>(text: string, params?: readonly unknown[]) =>
@@ -78,7 +79,7 @@ async function listenWithReconnect(options: ListenOptions): Promise<() => Promis
       if (message.channel === channel) onMessage(message.payload ?? "");
     });
     next.on("error", (error) => {
-      log.warn({ err: error, channel }, "notification connection lost");
+      log.warn({ err: errorFields(error), channel }, "notification connection lost");
       next.end().catch(() => undefined);
       if (client === next) scheduleReconnect(250);
     });

@@ -19,6 +19,6 @@ function logQuery(log: Logger, text: string, startedAt: number, error?: unknown)
   if (!log.isLevelEnabled("debug")) return;
   const ms = Number((performance.now() - startedAt).toFixed(2));
   const sql = text.replace(/\s+/g, " ").trim().slice(0, 200);
-  if (error) log.debug({ sql, ms, sqlState: (error as { code?: string }).code }, "query failed");
+  if (error) log.debug({ sql, ms, code: (error as { code?: unknown }).code, message: (error as Error).message }, "query failed");
   else log.debug({ sql, ms }, "query");
 }

@@ -67,11 +67,13 @@ export class Conformance {
     const status = res.statusCode;
     if (!res.getHeader("x-request-id")) return "no X-Request-Id";
     const path = (req.url ?? "/").split("?")[0]!;
-    const match = this.#paths.find((p) => p.pattern.test(path));
     const method = (req.method ?? "GET").toLowerCase();
-    const template = match && this.#canonical(match.template);
+    const operationOf = (template: string) => this.#doc.paths[template]?.[method === "head" ? "get" : method] as Operation | undefined;
+    // As the router does: the first path that takes this method answers (/keys/self, else /keys/{keyId}).
+    const candidates = this.#paths.filter((p) => p.pattern.test(path)).map((p) => this.#canonical(p.template));
+    const template = candidates.find((t) => operationOf(t)) ?? candidates[0];
     const item = template ? this.#doc.paths[template] : undefined;
-    const operation = item?.[method === "head" ? "get" : method] as Operation | undefined;
+    const operation = template ? operationOf(template) : undefined;
     if (!template || !item || !operation) {
       // Before any route: a body that is not JSON, too large or malformed is refused for every path.
       const expected = [...(!item ? [404] : [405]), ...BEFORE_ROUTING];
