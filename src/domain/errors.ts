@@ -5,6 +5,7 @@ export type ErrorCode =
   | "not_found"
   | "method_not_allowed"
   | "conflict"
+  | "request_timeout"
   | "payload_too_large"
   | "unsupported_media_type"
   | "rate_limited"
@@ -24,6 +25,8 @@ export function statusOf(code: ErrorCode): number {
       return 405;
     case "conflict":
       return 409;
+    case "request_timeout":
+      return 408;
     case "payload_too_large":
       return 413;
     case "unsupported_media_type":
@@ -40,7 +43,7 @@ export function statusOf(code: ErrorCode): number {
 }
 
 const CODES: ErrorCode[] = [
-  "bad_request", "unauthorized", "not_found", "method_not_allowed", "conflict", "payload_too_large",
+  "bad_request", "unauthorized", "not_found", "method_not_allowed", "request_timeout", "conflict", "payload_too_large",
   "unsupported_media_type", "rate_limited", "internal", "bad_gateway", "unavailable",
 ];
 

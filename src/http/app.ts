@@ -5,7 +5,7 @@ import { authenticate } from "../services/authenticate.ts";
 import type { RuntimeOptions } from "../runtime/runtime.ts";
 import type { Context } from "../services/context.ts";
 import { adminRoutes } from "./admin-routes.ts";
-import { hasBody, isJson } from "./body.ts";
+import { BODY_LIMIT, hasBody, isJson } from "./body.ts";
 import { isAdminToken } from "./admin-token.ts";
 import { errorHandler, sendError } from "./errors.ts";
 import { healthRoutes } from "./health-routes.ts";
@@ -20,7 +20,6 @@ export interface AppOptions {
   version: string;
 }
 
-const BODY_LIMIT = 16 * 1024;
 
 export function createApp(ctx: Context, options: AppOptions): express.Express {
   const app = express();

@@ -9,3 +9,6 @@ export function hasBody(req: IncomingMessage): boolean {
 export function isJson(req: IncomingMessage): boolean {
   return /^application\/([a-z0-9.+-]*\+)?json$/i.test((req.headers["content-type"] ?? "").split(";")[0]!.trim());
 }
+
+/** The largest request body keyplane reads (docs/api.md, "Errors"). */
+export const BODY_LIMIT = 16 * 1024;

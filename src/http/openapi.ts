@@ -18,12 +18,12 @@ const COMPONENTS = {
 type Component = keyof typeof COMPONENTS;
 const ref = (name: string, kind = "schemas") => ({ $ref: `#/components/${kind}/${name}` });
 
-/** Every operation can answer these: a body that is not JSON, too large or malformed, a bad path, a defect. */
-const ALWAYS: ErrorCode[] = ["bad_request", "payload_too_large", "unsupported_media_type", "internal"];
+/** Every operation can answer these: a body that is not JSON, too large, malformed or too slow, a bad path, a defect. */
+const ALWAYS: ErrorCode[] = ["bad_request", "request_timeout", "payload_too_large", "unsupported_media_type", "internal"];
 
 const ERROR_NAMES: Record<ErrorCode, string> = {
   bad_request: "BadRequest", unauthorized: "Unauthorized", not_found: "NotFound", method_not_allowed: "MethodNotAllowed",
-  conflict: "Conflict", payload_too_large: "PayloadTooLarge",
+  conflict: "Conflict", request_timeout: "RequestTimeout", payload_too_large: "PayloadTooLarge",
   unsupported_media_type: "UnsupportedMediaType", rate_limited: "RateLimited", internal: "Internal", bad_gateway: "BadGateway",
   unavailable: "Unavailable",
 };
@@ -34,6 +34,7 @@ const ERROR_TEXT: Record<ErrorCode, string> = {
   not_found: "No such entity or key here.",
   method_not_allowed: "The path exists, but not with this method.",
   conflict: "The name is taken.",
+  request_timeout: "The request's headers took over 10 s, or its whole body over 30 s, to arrive.",
   payload_too_large: "The body is over 16 KiB.",
   unsupported_media_type: "The body is not JSON.",
   rate_limited: "Too many failed authentications from this client.",

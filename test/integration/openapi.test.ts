@@ -108,7 +108,7 @@ await provisionDomainKey({ client, path: { domain: "sip.acme.example" }, body: {
     const refusal = JSON.stringify({ status: 401, error: "unauthorized", message: "no" });
     expect(checker.check(self, answer(401, id), refusal)).toBe("header WWW-Authenticate missing");
     expect(checker.check(self, answer(401, { ...id, "www-authenticate": "Bearer" }), refusal)).toBeUndefined();
-    expect(checker.check({ method: "PUT", url: "/keys/self" }, answer(405, id), refusal)).toBe("405 without Allow");
+    expect(checker.check({ method: "PATCH", url: "/keys/self" }, answer(405, id), refusal)).toBe("405 without Allow");
     expect(checker.check({ method: "GET", url: "/nowhere" }, answer(200, id), "{}")).toMatch(/expected 404/);
   });
 });

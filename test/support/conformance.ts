@@ -18,7 +18,7 @@ interface Document {
 }
 
 const DOC_ID = "https://keyplane.test/openapi.json";
-const BEFORE_ROUTING = [400, 413, 415];
+const BEFORE_ROUTING = [400, 408, 413, 415];
 
 export class Conformance {
   readonly #doc: Document;
