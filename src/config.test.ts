@@ -6,6 +6,7 @@ describe("loadConfig", () => {
   it("has the documented defaults", () => {
     expect(loadConfig({ HOME: "/nonexistent" })).toMatchObject({
       port: 8080, host: "127.0.0.1", databaseUrl: undefined, runtimeHeader: "X-SVC-APIKey", logLevel: "info",
+      databaseTimeoutMs: 5_000, staleMs: 300_000,
       operator: { mode: "auto", cluster: undefined, leaseNamespace: "default", watchNamespace: undefined, leaseDurationMs: undefined, resyncMs: undefined },
     });
   });

@@ -18,6 +18,8 @@ const env = z.object({
   KEYPLANE_MASTER_KEY: z.string().optional(),
   KEYPLANE_RUNTIME_HEADER: z.string().regex(/^[A-Za-z0-9-]+$/, "KEYPLANE_RUNTIME_HEADER must be a header name").default("X-SVC-APIKey"),
   KEYPLANE_OPERATOR: z.enum(["on", "off", "auto"]).default("auto"),
+  KEYPLANE_DATABASE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+  KEYPLANE_STALE_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   // The operator's (docs/operator.md).
   POD_NAME: z.string().min(1).optional(),
@@ -52,6 +54,10 @@ export interface Config {
   adminToken: string | undefined;
   masterKey: Buffer | undefined;
   runtimeHeader: string;
+  /** The longest wait for a database connection or statement (KEYPLANE_DATABASE_TIMEOUT_MS). */
+  databaseTimeoutMs: number;
+  /** How long a key seen valid keeps verifying while the database cannot be reached; 0: not at all. */
+  staleMs: number;
   operator: OperatorConfig;
   logLevel: string;
 }
@@ -71,6 +77,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     adminToken: e.KEYPLANE_ADMIN_TOKEN,
     masterKey: e.KEYPLANE_MASTER_KEY ? parseMasterKey(e.KEYPLANE_MASTER_KEY) : undefined,
     runtimeHeader: e.KEYPLANE_RUNTIME_HEADER,
+    databaseTimeoutMs: e.KEYPLANE_DATABASE_TIMEOUT_MS,
+    staleMs: e.KEYPLANE_STALE_SECONDS * 1000,
     operator: {
       mode: e.KEYPLANE_OPERATOR,
       cluster: clusterConfigured(e),

@@ -16,9 +16,9 @@ import { openPglite } from "./store/pglite.ts";
 import { openPostgres } from "./store/postgres.ts";
 
 
-export async function openDatabase(config: Pick<Config, "databaseUrl" | "dataDir">, log: Logger): Promise<Database> {
+export async function openDatabase(config: Pick<Config, "databaseUrl" | "dataDir" | "databaseTimeoutMs">, log: Logger): Promise<Database> {
   return config.databaseUrl
-    ? openPostgres({ connectionString: config.databaseUrl, log })
+    ? openPostgres({ connectionString: config.databaseUrl, log, timeoutMs: config.databaseTimeoutMs })
     : openPglite(join(config.dataDir, "pgdata"), log);
 }
 
@@ -48,9 +48,14 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   await migrate(db, log, migrations);
   const keyCache = new KeyCache(db, options.keyCache);
   const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), keyCache, clock: options.clock ?? (() => new Date()), log, migrations };
-  // Keys changed by any process (this one included) leave the verification cache; if notifications
-  // may have been missed, everything does.
-  const unlisten = await onKeyChanges(ctx, (change) => keyCache.invalidate(change.hash), () => keyCache.clear());
+  // Keys changed by any process (this one included) leave the verification cache; while notifications
+  // may be missed, nothing cached is fresh; an announcement that cannot be read drops everything.
+  const unlisten = await onKeyChanges(
+    ctx,
+    (change) => keyCache.invalidate(change.hash),
+    (state) => keyCache.listening(state),
+    () => keyCache.clear(),
+  );
   const app = withSelfFastPath(
     ctx,
     createApp(ctx, { adminToken: options.secrets.adminToken, runtime: { header: options.runtimeHeader, timeoutMs: options.invokeTimeoutMs ?? INVOKE_TIMEOUT_MS }, version: VERSION }),
@@ -59,7 +64,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
 }
 
 /** Applies pending migrations to the configured database and closes it; returns the versions applied. */
-export async function migrateDatabase(config: Pick<Config, "databaseUrl" | "dataDir">, log: Logger): Promise<number[]> {
+export async function migrateDatabase(config: Pick<Config, "databaseUrl" | "dataDir" | "databaseTimeoutMs">, log: Logger): Promise<number[]> {
   const db = await openDatabase(config, log);
   try {
     return await migrate(db, log, await loadMigrations());

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Queryable, Row } from "../store/database.ts";
+import { StoreUnavailable } from "../domain/errors.ts";
 import { KeyCache } from "./key-cache.ts";
 
 // The cache's own rules, over a fake store whose answers the test controls.
@@ -8,6 +9,8 @@ function fakeStore() {
   let gate: Promise<void> | undefined;
   const store = {
     queries: 0,
+    /** While true, the database cannot be reached. */
+    down: false,
     live,
     hold() {
       let release!: () => void;
@@ -19,6 +22,7 @@ function fakeStore() {
     },
     async query<R extends Row>(_text: string, params?: readonly unknown[]): Promise<R[]> {
       store.queries++;
+      if (store.down) throw new StoreUnavailable("ECONNREFUSED");
       const hash = (params![0] as Buffer).toString("hex");
       const found = live.has(hash);
       await gate;
@@ -94,5 +98,67 @@ describe("KeyCache", () => {
     const v = new KeyCache(store, { maxEntries: 10 });
     for (let i = 0; i < 50; i++) await v.lookup(hash(i));
     expect(v.stats().size).toBe(10);
+  });
+
+  describe("when the database cannot be reached", () => {
+    function setup(staleMs = 300_000) {
+      const store = fakeStore();
+      store.live.add(hash(1).toString("hex"));
+      let now = 1_000;
+      const cache = new KeyCache(store, { ttlMs: 30_000, staleMs, now: () => now });
+      return { store, cache, advance: (ms: number) => (now += ms) };
+    }
+
+    it("keeps answering a key seen valid within the stale window, past its TTL", async () => {
+      const { store, cache, advance } = setup();
+      await cache.lookup(hash(1));
+      store.down = true;
+      advance(31_000);
+      expect(await cache.lookup(hash(1))).toMatchObject({ id: 1 });
+      advance(250_000);
+      expect(await cache.lookup(hash(1))).toMatchObject({ id: 1 });
+      expect(cache.stats().stale).toBe(2);
+    });
+
+    it("stops at the end of the stale window, and never answers an unknown token or a dropped key", async () => {
+      const { store, cache, advance } = setup();
+      await cache.lookup(hash(1));
+      await cache.lookup(hash(2)); // unknown: cached as such
+      store.down = true;
+      advance(300_001);
+      await expect(cache.lookup(hash(1))).rejects.toBeInstanceOf(StoreUnavailable);
+      await expect(cache.lookup(hash(2))).rejects.toBeInstanceOf(StoreUnavailable);
+      store.down = false;
+      await cache.lookup(hash(1));
+      cache.invalidate(hash(1).toString("hex")); // disabled or deleted: its entry goes
+      store.down = true;
+      await expect(cache.lookup(hash(1))).rejects.toBeInstanceOf(StoreUnavailable);
+    });
+
+    it("does not answer from the cache at all with a stale window of 0", async () => {
+      const { store, cache, advance } = setup(0);
+      await cache.lookup(hash(1));
+      store.down = true;
+      advance(30_001);
+      await expect(cache.lookup(hash(1))).rejects.toBeInstanceOf(StoreUnavailable);
+    });
+
+    it("asks the database while notifications may be missed, and again about everything once heard", async () => {
+      const { store, cache, advance } = setup();
+      await cache.lookup(hash(1));
+      cache.listening("lost");
+      await cache.lookup(hash(1));
+      await cache.lookup(hash(1));
+      expect(store.queries).toBe(3); // nothing is fresh while not listening
+      store.down = true;
+      expect(await cache.lookup(hash(1))).toMatchObject({ id: 1 }); // but the stale window holds
+      store.down = false;
+      cache.listening("restored");
+      advance(1);
+      store.live.delete(hash(1).toString("hex")); // deleted while notifications were missed
+      expect(await cache.lookup(hash(1))).toBeUndefined(); // asked again, not served from before
+      expect(await cache.lookup(hash(1))).toBeUndefined();
+      expect(store.queries).toBe(5);
+    });
   });
 });

@@ -1,25 +1,36 @@
 import { LRUCache } from "lru-cache";
-import type { Queryable } from "../store/database.ts";
+import { StoreUnavailable } from "../domain/errors.ts";
 import type { StoredKey } from "../domain/model.ts";
+import type { ListenState, Queryable } from "../store/database.ts";
 import { keyFindByHash } from "../store/keys.ts";
 
 // The verification cache: the live key behind a token, by the token's hash, so the hot path is one
-// hash and one map look-up, and GET /keys/self needs nothing more. Unknown tokens are cached too (a negative entry), so a flood of the
-// same bad tokens stays off the database.
+// hash and one map look-up, and GET /keys/self needs nothing more. Unknown tokens are cached too (a
+// negative entry), so a flood of the same bad tokens stays off the database. See docs/adr/0003.
 //
-// Correctness rests on three rules:
+// Correctness rests on these rules:
 // - a change to a key drops its entry before the request that made the change answers (same process);
-// - other processes hear of it through NOTIFY and drop the entry; if they may have missed a
-//   notification (connection lost), they drop everything;
+// - other processes hear of it through NOTIFY and drop the entry;
+// - while notifications may be missed (the listening connection lost), no entry is fresh: every
+//   look-up asks the database; once listening again, every entry older than that is asked about again;
 // - a look-up started before an invalidation never caches its answer (the epoch check), and every
-//   entry expires after `ttlMs` whatever happens.
+//   entry is fresh for `ttlMs` at most, whatever happens;
+// - while the database cannot be reached, a key seen valid within `staleMs` is still answered
+//   (stale-if-error, docs/api.md "When the database cannot be reached"); nothing else is.
 const UNKNOWN = Symbol("unknown");
-type Entry = StoredKey | typeof UNKNOWN;
+
+interface Entry {
+  value: StoredKey | typeof UNKNOWN;
+  /** When the database said so, on the cache's clock. */
+  at: number;
+}
 
 export interface KeyCacheOptions {
   maxEntries?: number;
   ttlMs?: number;
-  /** The clock the TTL is measured on, in milliseconds (performance.now; tests move a fake one). */
+  /** How long a key seen valid keeps verifying while the database cannot be reached (0: not at all). */
+  staleMs?: number;
+  /** The clock the TTL and the stale window are measured on, in milliseconds (performance.now). */
   now?: () => number;
 }
 
@@ -27,46 +38,79 @@ export interface KeyCacheStats {
   hits: number;
   misses: number;
   queries: number;
+  /** Answers given from the stale window while the database could not be reached. */
+  stale: number;
   size: number;
 }
 
 export class KeyCache {
   readonly #db: Queryable;
   readonly #cache: LRUCache<string, Entry>;
-  readonly #stats = { hits: 0, misses: 0, queries: 0 };
+  readonly #ttlMs: number;
+  readonly #staleMs: number;
+  readonly #now: () => number;
+  readonly #stats = { hits: 0, misses: 0, queries: 0, stale: 0 };
   #epoch = 0;
+  /** Entries from before this moment are not fresh: notifications may have been missed since. */
+  #freshSince = -Infinity;
+  #listening = true;
 
-  constructor(db: Queryable, { maxEntries = 100_000, ttlMs = 30_000, now }: KeyCacheOptions = {}) {
+  constructor(db: Queryable, { maxEntries = 100_000, ttlMs = 30_000, staleMs = 300_000, now = () => performance.now() }: KeyCacheOptions = {}) {
     this.#db = db;
-    this.#cache = new LRUCache<string, Entry>({ max: maxEntries, ttl: ttlMs, ttlAutopurge: false, ...(now && { perf: { now }, ttlResolution: 0 }) });
+    this.#ttlMs = ttlMs;
+    this.#staleMs = staleMs;
+    this.#now = now;
+    // Entries are kept for as long as either use of them lasts; freshness is judged here, per entry.
+    this.#cache = new LRUCache<string, Entry>({ max: maxEntries, ttl: Math.max(ttlMs, staleMs), ttlAutopurge: false, perf: { now }, ttlResolution: 0 });
   }
 
   /** The live key behind a token hash (active or not), or undefined when there is none. */
   async lookup(hash: Buffer): Promise<StoredKey | undefined> {
     const id = hash.toString("hex");
     const cached = this.#cache.get(id);
-    if (cached !== undefined) {
+    const now = this.#now();
+    if (cached && this.#listening && cached.at > this.#freshSince && now - cached.at < this.#ttlMs) {
       this.#stats.hits++;
-      return cached === UNKNOWN ? undefined : cached;
+      return cached.value === UNKNOWN ? undefined : cached.value;
     }
     this.#stats.misses++;
     const epoch = this.#epoch;
     this.#stats.queries++;
-    const found = await keyFindByHash(this.#db, hash);
-    if (epoch === this.#epoch) this.#cache.set(id, found ?? UNKNOWN);
+    let found: StoredKey | undefined;
+    try {
+      found = await keyFindByHash(this.#db, hash);
+    } catch (error) {
+      if (error instanceof StoreUnavailable && cached && cached.value !== UNKNOWN && cached.value.active && this.#now() - cached.at <= this.#staleMs) {
+        this.#stats.stale++;
+        return cached.value;
+      }
+      throw error;
+    }
+    if (epoch === this.#epoch) this.#cache.set(id, { value: found ?? UNKNOWN, at: now });
     return found;
   }
 
-  /** Drops one key's entry (its token hash, hex). */
+  /** Drops one key's entry (its token hash, hex): it changed, so no answer of the past may stand. */
   invalidate(hashHex: string): void {
     this.#epoch++;
     this.#cache.delete(hashHex);
   }
 
-  /** Drops every entry: after a change that touches many keys, or when notifications may be lost. */
+  /** Drops every entry: after a change that touches many keys. */
   clear(): void {
     this.#epoch++;
     this.#cache.clear();
+  }
+
+  /**
+   * The notification connection's state. Lost: nothing is fresh until it is back (look-ups go to the
+   * database, which may be unreachable: then the stale window applies). Restored: what it may have
+   * missed is asked about again, entry by entry, keeping each for the stale window meanwhile.
+   */
+  listening(state: ListenState): void {
+    this.#epoch++;
+    this.#listening = state === "restored";
+    this.#freshSince = this.#now();
   }
 
   stats(): KeyCacheStats {

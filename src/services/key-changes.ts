@@ -1,7 +1,8 @@
+import type { ListenState } from "../store/database.ts";
 import { listenForKeyChanges, type KeyChange } from "../store/key-changes.ts";
 import type { Context } from "./context.ts";
 
-export type { KeyChange };
+export type { KeyChange, ListenState };
 
 /**
  * Calls `onChange` for each change to a key that the database announces, whichever process made it,
@@ -11,7 +12,7 @@ export type { KeyChange };
 export function onKeyChanges(
   ctx: Pick<Context, "db">,
   onChange: (change: KeyChange) => void,
-  onReset: () => void,
+  onReset: (state: ListenState) => void,
   onUnreadable?: () => void,
 ): Promise<() => Promise<void>> {
   return listenForKeyChanges(ctx.db, onChange, onReset, onUnreadable);

@@ -2,6 +2,8 @@
 // embedded through PGlite.
 export type Row = Record<string, unknown>;
 
+export type ListenState = "lost" | "restored";
+
 export interface Queryable {
   /** One parameterised statement. */
   query<R extends Row = Row>(text: string, params?: readonly unknown[]): Promise<R[]>;
@@ -14,9 +16,10 @@ export interface Database extends Queryable {
   /** Runs `work` on one connection between BEGIN and COMMIT; ROLLBACK when it throws. */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   /**
-   * Calls `onMessage` with each NOTIFY payload on `channel`. `onReset` is called whenever messages may
-   * have been missed (the listening connection was lost and has been re-established).
+   * Calls `onMessage` with each NOTIFY payload on `channel`. `onReset("lost")` says messages may be
+   * missed from now on (the listening connection was lost, or stopped answering); `onReset("restored")`
+   * that it listens again, and that what was sent meanwhile is gone for good.
    */
-  listen(channel: string, onMessage: (payload: string) => void, onReset?: () => void): Promise<() => Promise<void>>;
+  listen(channel: string, onMessage: (payload: string) => void, onReset?: (state: ListenState) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }

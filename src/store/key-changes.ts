@@ -1,4 +1,4 @@
-import type { Database } from "./database.ts";
+import type { Database, ListenState } from "./database.ts";
 
 // The database announces every change to a key's active, deleted_at or name on this channel, whoever
 // made it (the trigger api_keys_changed, migrations/0001_init.sql). This module owns that payload.
@@ -24,14 +24,15 @@ export function parseKeyChange(payload: string): KeyChange | undefined {
 }
 
 /**
- * Calls `onChange` for each announced change, `onUnreadable` for a payload it cannot read, and
- * `onReset` whenever announcements may have been missed. Resolves to what stops listening.
+ * Calls `onChange` for each announced change, `onUnreadable` for a payload it cannot read (by default:
+ * as if every announcement had been missed), and `onReset` when announcements may be missed ("lost")
+ * and when they are heard again ("restored"). Resolves to what stops listening.
  */
 export function listenForKeyChanges(
   db: Database,
   onChange: (change: KeyChange) => void,
-  onReset: () => void,
-  onUnreadable: () => void = onReset,
+  onReset: (state: ListenState) => void,
+  onUnreadable: () => void = () => onReset("restored"),
 ): Promise<() => Promise<void>> {
   return db.listen(
     KEYS_CHANNEL,

@@ -1,7 +1,7 @@
 import pg from "pg";
 import type { Logger } from "pino";
 import { errorFields } from "../domain/errors.ts";
-import type { Database, Queryable, Row } from "./database.ts";
+import type { Database, ListenState, Queryable, Row } from "./database.ts";
 import { translated } from "./errors.ts";
 import { logged } from "./sql-log.ts";
 
@@ -9,13 +9,23 @@ export interface PostgresOptions {
   connectionString: string;
   max?: number;
   log: Logger;
+  /**
+   * The longest any wait for the database may take: for a pool connection, and for a statement
+   * (KEYPLANE_DATABASE_TIMEOUT_MS). A connection whose statement timed out is discarded, not reused.
+   */
+  timeoutMs?: number;
+  /** How often the listening connection is checked, and how soon a lost one is tried again. */
+  listenCheckMs?: number;
 }
 
-export function openPostgres({ connectionString, max = 10, log }: PostgresOptions): Database {
+export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_000, listenCheckMs = 250 }: PostgresOptions): Database {
   const pool = new pg.Pool({
     connectionString,
     max,
-    connectionTimeoutMillis: 5_000,
+    connectionTimeoutMillis: timeoutMs,
+    // Client-side, so that it also bounds a statement whose packets stall without a reset (a
+    // partition): the client gives up, and the pool discards the connection.
+    query_timeout: timeoutMs,
     idleTimeoutMillis: 30_000,
     application_name: "keyplane",
   });
@@ -36,19 +46,21 @@ export function openPostgres({ connectionString, max = 10, log }: PostgresOption
     transaction: (work) =>
       translated(async () => {
         const client = await pool.connect();
+        let broken: Error | undefined;
         try {
           await client.query("BEGIN");
           const result = await work(on(client));
           await client.query("COMMIT");
           return result;
         } catch (error) {
-          await client.query("ROLLBACK").catch(() => undefined);
+          await client.query("ROLLBACK").catch((rollback: Error) => (broken = rollback));
           throw error;
         } finally {
-          client.release();
+          // A connection that could not even roll back (timed out, cut) goes; the pool opens another.
+          client.release(broken);
         }
       }),
-    listen: (channel, onMessage, onReset) => listenWithReconnect({ connectionString, channel, onMessage, onReset, log }),
+    listen: (channel, onMessage, onReset) => listenWithReconnect({ connectionString, channel, onMessage, onReset, log, timeoutMs, checkMs: listenCheckMs }),
     async close() {
       await pool.end();
     },
@@ -59,57 +71,73 @@ interface ListenOptions {
   connectionString: string;
   channel: string;
   onMessage: (payload: string) => void;
-  onReset?: () => void;
+  onReset?: (state: ListenState) => void;
   log: Logger;
+  timeoutMs: number;
+  checkMs: number;
 }
 
 /**
- * LISTEN on a dedicated connection. When it is lost, reconnect with backoff and report a reset, since
- * notifications sent while it was down are gone for good.
+ * LISTEN on a dedicated connection, checked every `checkMs` with a statement bounded by `timeoutMs`:
+ * a connection that errors, or stops answering without closing (a partition), is lost. Reported at
+ * once, then tried again every `checkMs` until the database answers: as soon as it is back, listening
+ * is too (notifications sent meanwhile are gone for good, which the "restored" report says).
  */
 async function listenWithReconnect(options: ListenOptions): Promise<() => Promise<void>> {
-  const { connectionString, channel, onMessage, onReset, log } = options;
+  const { connectionString, channel, onMessage, onReset, log, timeoutMs, checkMs } = options;
   let client: pg.Client | undefined;
   let stopped = false;
-  let retryTimer: NodeJS.Timeout | undefined;
+  let timer: NodeJS.Timeout | undefined;
 
-  const connect = async (): Promise<void> => {
-    const next = new pg.Client({ connectionString, application_name: "keyplane-listen" });
+  const connect = async (): Promise<pg.Client> => {
+    const next = new pg.Client({ connectionString, application_name: "keyplane-listen", connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
     next.on("notification", (message) => {
       if (message.channel === channel) onMessage(message.payload ?? "");
     });
     next.on("error", (error) => {
-      log.warn({ err: errorFields(error), channel }, "notification connection lost");
-      next.end().catch(() => undefined);
-      if (client === next) scheduleReconnect(250);
+      if (client === next) lose(error);
     });
-    await next.connect();
-    await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-    client = next;
+    try {
+      await next.connect();
+      await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      return next;
+    } catch (error) {
+      next.end().catch(() => undefined);
+      throw error;
+    }
   };
 
-  const scheduleReconnect = (delayMs: number): void => {
+  const lose = (error: unknown): void => {
+    const lost = client;
     client = undefined;
-    if (stopped || retryTimer) return;
-    // Until the connection is back, nothing can be heard: report the reset at once, and again on reconnect.
-    onReset?.();
-    retryTimer = setTimeout(() => {
-      retryTimer = undefined;
-      if (stopped) return;
-      connect().then(
-        () => {
-          log.info({ channel }, "notification connection restored");
-          onReset?.();
-        },
-        () => scheduleReconnect(Math.min(delayMs * 2, 5_000)),
-      );
-    }, delayMs);
+    lost?.end().catch(() => undefined);
+    if (stopped) return;
+    log.warn({ err: errorFields(error), channel }, "notification connection lost");
+    onReset?.("lost");
   };
 
-  await connect();
+  // One loop: while listening, check the connection; while not, try to listen again.
+  const tick = async (): Promise<void> => {
+    if (stopped) return;
+    if (client) {
+      await client.query("SELECT 1").catch((error: unknown) => lose(error));
+    } else {
+      try {
+        client = await connect();
+        log.info({ channel }, "notification connection restored");
+        onReset?.("restored");
+      } catch {
+        // Still unreachable: the next tick tries again.
+      }
+    }
+    if (!stopped) timer = setTimeout(() => void tick(), checkMs);
+  };
+
+  client = await connect();
+  timer = setTimeout(() => void tick(), checkMs);
   return async () => {
     stopped = true;
-    clearTimeout(retryTimer);
+    clearTimeout(timer);
     await client?.end().catch(() => undefined);
   };
 }
