@@ -1,6 +1,6 @@
 import pg from "pg";
 import type { Logger } from "pino";
-import { errorFields } from "../domain/errors.ts";
+import { errorFields, StoreUnavailable } from "../domain/errors.ts";
 import type { Database, ListenState, Queryable, Row } from "./database.ts";
 import { translated } from "./errors.ts";
 import { logged } from "./sql-log.ts";
@@ -32,6 +32,37 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
   // An idle client's connection dropping must not crash the process; the pool replaces it.
   pool.on("error", (error) => log.warn({ err: errorFields(error) }, "idle database connection lost"));
 
+  // The caller's answer waits no longer than `timeoutMs` in all, connection included: past it, it is
+  // told the store is unavailable, while the statement runs on until its own time-out releases the
+  // connection as broken. (A write so cut off may or may not take effect: docs/api.md says so.)
+  //
+  // Once the database has not answered, one call at a time tries it again; the others are told at once
+  // that it is unavailable, so that a request making several calls waits for one time-out, not several.
+  let unreachable = false;
+  let probing = false;
+  const inTime = <T>(call: () => Promise<T>): Promise<T> => {
+    if (unreachable && probing) return Promise.reject(new StoreUnavailable("unreachable"));
+    const probe = unreachable;
+    if (probe) probing = true;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new StoreUnavailable("timeout")), timeoutMs)));
+    const work = call();
+    work.catch(() => undefined);
+    return Promise.race([work, late]).then(
+      (value) => {
+        unreachable = false;
+        return value;
+      },
+      (error: unknown) => {
+        if (error instanceof StoreUnavailable) unreachable = true;
+        throw error;
+      },
+    ).finally(() => {
+      clearTimeout(timer);
+      if (probe) probing = false;
+    });
+  };
+
   const on = (client: pg.Pool | pg.PoolClient): Queryable => ({
     query: <R extends Row>(text: string, params?: readonly unknown[]) =>
       logged(log, text, async () => (await client.query<R>(text, params as unknown[] | undefined)).rows),
@@ -39,27 +70,33 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
       await client.query(script);
     },
   });
+  const pooled = on(pool);
 
   return {
     kind: "postgres",
-    ...on(pool),
+    query: (text, params) => inTime(() => pooled.query(text, params)),
+    exec: (script) => inTime(() => pooled.exec(script)),
     transaction: (work) =>
-      translated(async () => {
-        const client = await pool.connect();
-        let broken: Error | undefined;
-        try {
-          await client.query("BEGIN");
-          const result = await work(on(client));
-          await client.query("COMMIT");
-          return result;
-        } catch (error) {
-          await client.query("ROLLBACK").catch((rollback: Error) => (broken = rollback));
-          throw error;
-        } finally {
-          // A connection that could not even roll back (timed out, cut) goes; the pool opens another.
-          client.release(broken);
-        }
-      }),
+      inTime(() =>
+        translated(async () => {
+          const client = await pool.connect();
+          let broken: unknown;
+          try {
+            await client.query("BEGIN");
+            const result = await work(on(client));
+            await client.query("COMMIT");
+            return result;
+          } catch (error) {
+            // A connection that timed out or was cut cannot roll back: it goes, which aborts the
+            // transaction on the server. Any other failure rolls back and keeps the connection.
+            if (error instanceof StoreUnavailable) broken = error;
+            else await client.query("ROLLBACK").catch((rollback: unknown) => (broken = rollback));
+            throw error;
+          } finally {
+            client.release(broken instanceof Error ? broken : undefined);
+          }
+        }),
+      ),
     listen: (channel, onMessage, onReset) => listenWithReconnect({ connectionString, channel, onMessage, onReset, log, timeoutMs, checkMs: listenCheckMs }),
     async close() {
       await pool.end();
