@@ -1,6 +1,7 @@
 import type { Request } from "express";
 import { unauthorized } from "../domain/errors.ts";
-import { mayManage, type Scope, type ScopeRefs } from "../domain/scope.ts";
+import { mayReach } from "../domain/access.ts";
+import type { Scope, ScopeRefs } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
 import { deleteKey, getKey, listKeys, provisionKey, updateKey } from "../services/keys.ts";
 import { resolvePathScope } from "../services/path-scope.ts";
@@ -46,7 +47,8 @@ async function authorizedScope(ctx: Context, req: Request): Promise<Scope> {
     return caller;
   }
   const resolved = await resolvePathScope(ctx, req.params as ScopeRefs, caller);
-  if (!resolved || !mayManage(caller, resolved.gate)) throw unauthorized("This key may not manage keys here.");
+  // The level rules every platform path follows (domain/access.ts); a key path never ends at an application.
+  if (!resolved || !mayReach(caller, resolved, req.method, false)) throw unauthorized("This key may not manage keys here.");
   return resolved.target;
 }
 
