@@ -10,6 +10,7 @@ import { isAdminToken } from "./admin-token.ts";
 import { errorHandler, sendError } from "./errors.ts";
 import { healthRoutes } from "./health-routes.ts";
 import { keysRoutes } from "./keys-routes.ts";
+import { verifyRoutes } from "./verify-routes.ts";
 import { openApiDocument } from "./openapi.ts";
 import { logWhenAnswered, requestId } from "./request-log.ts";
 import { mount, type Route } from "./route.ts";
@@ -41,6 +42,7 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
     ...healthRoutes(ctx, () => (openapi ??= openApiDocument(routes, options.version))),
     ...adminRoutes(ctx, options.runtime),
     ...keysRoutes(ctx),
+    ...verifyRoutes(ctx),
   );
   const router = express.Router({ caseSensitive: true, strict: false });
   mount(router, routes, {

@@ -16,6 +16,10 @@ const key = {
   tenant: customer, "tenant-id": 1, domain, "domain-id": 10,
 };
 
+function withoutKeyId({ keyId: _keyId, ...rest }: typeof key) {
+  return rest;
+}
+
 export const API_EXAMPLES = {
   Key: key,
   Customer: customer,
@@ -27,6 +31,7 @@ export const API_EXAMPLES = {
   Error: { status: 404, error: "not_found", message: "No such key." },
   Health: { status: "ok" },
   OpenApiDocument: { openapi: "3.1.0", info: { title: "keyplane", version: "0.1.0" }, paths: {} },
+  Verdict: { valid: true, code: "VALID", key: { ...withoutKeyId(key), level: "domain" } },
   /** Request bodies, by operationId; a key's provisioning and update bodies are the same everywhere. */
   requests: {} as Record<string, unknown>,
 };
@@ -45,4 +50,5 @@ Object.assign(API_EXAMPLES.requests, {
   createUser: { email: "owner@acme.example" },
   provisionBootstrapKey: { name: "backend" },
   invokeApplication: { call: "+12125550100" },
+  verifyKey: { key: "XI0123456789ABCDEF0123456789AB7798", path: "/customers/acme/domains/sip.acme.example/calls", method: "POST" },
 });

@@ -4,6 +4,7 @@ import { API_EXAMPLES } from "./examples.ts";
 import type { Route } from "./route.ts";
 import {
   applicationObject, customerObject, domainObject, errorObject, healthObject, keyObject, openApiObject, subscriberObject, userObject, userWithKeyObject,
+  verdictObject,
 } from "./schemas.ts";
 
 // /openapi.json: OpenAPI 3.1, generated from the same route declarations and zod schemas that serve
@@ -13,6 +14,7 @@ import {
 const COMPONENTS = {
   Key: keyObject, Customer: customerObject, Domain: domainObject, Application: applicationObject, Subscriber: subscriberObject,
   User: userObject, UserWithKey: userWithKeyObject, Error: errorObject, Health: healthObject, OpenApiDocument: openApiObject,
+  Verdict: verdictObject,
 } satisfies Record<Exclude<keyof typeof API_EXAMPLES, "requests">, z.ZodType>;
 
 type Component = keyof typeof COMPONENTS;
@@ -60,6 +62,7 @@ const TAGS: Record<string, string> = {
   "domain keys": "Keys under /domains/{domain}: for keys of that domain or above.",
   "application keys": "Keys of one voice application, or above it.",
   "subscriber keys": "Keys of one subscriber, or above it.",
+  verification: "Verdicts for the platform's own services: may a token do a method on a platform path.",
 };
 
 /** A request's body or query, inline (no component lies inside one). */

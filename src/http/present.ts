@@ -1,4 +1,5 @@
-import type { Key } from "../domain/model.ts";
+import type { Key, StoredKey } from "../domain/model.ts";
+import type { Level } from "../domain/scope.ts";
 import type { Principal } from "../services/authenticate.ts";
 
 // The one shape of every key response (docs/api.md, "Keys"): the full listing form, with the hyphenated ids
@@ -34,4 +35,11 @@ export function keyJson(key: Key): Record<string, unknown> {
 export function callerKeyJson({ key, token }: Principal): Record<string, unknown> {
   const { sealed: _sealed, hash: _hash, ...shown } = key;
   return keyJson({ ...shown, keyId: token });
+}
+
+/** A key as POST /verify shows it: the full shape without its keyId (the caller has it), and its level. */
+export function verifiedKeyJson(key: StoredKey, level: Level): Record<string, unknown> {
+  const { sealed: _sealed, hash: _hash, ...shown } = key;
+  const { keyId: _keyId, ...body } = keyJson({ ...shown, keyId: "" });
+  return { ...body, level };
 }

@@ -94,3 +94,17 @@ export const errorObject = z.object({ status: z.number().int(), error: z.string(
 export const healthObject = z.object({ status: z.literal("ok") });
 /** The OpenAPI document itself: an object, described by the OpenAPI specification, not here. */
 export const openApiObject = z.object({ openapi: z.string(), info: z.object({ title: z.string(), version: z.string() }).loose() }).loose();
+
+export const verifyBody = z.object({
+  key: z.string().max(256).describe("The token to verify."),
+  path: z.string().max(4096).regex(/^\//, "path must start with / (a path, not a URL)").optional()
+    .describe("The platform path the token is used on; without it, no path is checked."),
+  method: z.string().regex(/^[A-Za-z]{1,16}$/, "method must be an HTTP method").transform((m) => m.toUpperCase()).optional()
+    .describe("The method used on the path; default GET."),
+});
+export const VERDICT_CODES = ["VALID", "MALFORMED", "UNKNOWN", "DISABLED", "EXPIRED", "FORBIDDEN"] as const;
+export const verdictObject = z.object({
+  valid: z.boolean(),
+  code: z.enum(VERDICT_CODES),
+  key: keyObject.omit({ keyId: true }).extend({ level: z.enum(["customer", "domain", "application", "subscriber"]) }).optional(),
+});

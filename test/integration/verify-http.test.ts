@@ -1,0 +1,113 @@
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { backends } from "../support/databases.ts";
+import { startService, type TestService } from "../support/service.ts";
+import { createTenant, type Tenant } from "../support/world.ts";
+
+// POST /verify (docs/api.md, "Verification"): every verdict code, the level rules on platform paths
+// as the upstream would see them, and bad bodies.
+describe.each(backends())("POST /verify on %s", (backend) => {
+  let svc: TestService;
+  let acme: Tenant;
+  let globex: Tenant;
+
+  beforeAll(async () => {
+    svc = await startService(backend);
+    acme = await createTenant(svc, "acme");
+    globex = await createTenant(svc, "globex");
+  });
+  afterAll(async () => svc?.stop());
+
+  const verify = (body: unknown) => svc.as("ignored").post("/verify").set("Authorization", "").send(body as object);
+  const code = async (key: string, path?: string, method?: string) => {
+    const res = await verify({ key, ...(path !== undefined && { path }), ...(method && { method }) });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body.code as string;
+  };
+
+  it("says VALID with the key (no keyId) and its level, for a usable key and no path", async () => {
+    const res = await verify({ key: acme.keys.domain });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ valid: true, code: "VALID", key: { level: "domain", type: "customer", tenant: { name: "acme" }, domain: { domain: "sip.acme.example" } } });
+    expect(res.body.key).not.toHaveProperty("keyId");
+    expect(JSON.stringify(res.body)).not.toContain(acme.keys.domain);
+  });
+
+  it("gives each code: MALFORMED, UNKNOWN, DISABLED", async () => {
+    expect(await code("not-a-token")).toBe("MALFORMED");
+    expect(await code(acme.keys.customer.toLowerCase())).toBe("MALFORMED");
+    expect(await code(`XI${"0".repeat(32)}`)).toBe("UNKNOWN");
+    const key = (await svc.as(acme.keys.customer).post("/keys", { name: "soon-disabled" })).body as { id: number; keyId: string };
+    await svc.as(acme.keys.customer).put(`/keys/${key.id}`, { active: false });
+    const res = await verify({ key: key.keyId });
+    expect(res.body).toEqual({ valid: false, code: "DISABLED" });
+  });
+
+  it("judges paths by the level rules: customer, domain, application and subscriber paths, and none", async () => {
+    const k = acme.keys;
+    const cases: [string, string, string, string][] = [
+      [k.customer, "/customers/acme/invoices", "GET", "VALID"],
+      [k.customer, "/tenants/acme/domains/sip.acme.example/calls", "POST", "VALID"],
+      [k.customer, "/customers/globex/invoices", "GET", "FORBIDDEN"],
+      [k.domain, "/customers/acme/invoices", "GET", "FORBIDDEN"],
+      [k.domain, "/domains/sip.acme.example/calls", "DELETE", "VALID"],
+      [k.domain, "/domains/media.acme.example/calls", "GET", "FORBIDDEN"],
+      [k.domain, "/domains/self/applications/ivr/calls", "PUT", "VALID"],
+      [k.application, "/applications/ivr", "GET", "VALID"],
+      [k.application, "/applications/ivr/", "HEAD", "VALID"],
+      [k.application, "/applications/ivr", "PUT", "FORBIDDEN"],
+      [k.application, "/applications/ivr/.", "PUT", "FORBIDDEN"],
+      [k.application, "/applications/self/calls", "PUT", "VALID"],
+      [k.application, "/subscribers/12125550100/voicemail", "GET", "FORBIDDEN"],
+      [k.subscriber, "/subscribers/self/voicemail", "GET", "VALID"],
+      [k.subscriber, "/domains/sip.acme.example/calls", "GET", "FORBIDDEN"],
+      [k.customerUser, "/customers/acme/invoices", "GET", "VALID"],
+      [k.domainUser, "/customers/acme/invoices", "GET", "FORBIDDEN"],
+      [k.domainUser, "/domains/sip.acme.example/subscribers/12125550100/calls", "GET", "VALID"],
+      [k.subscriber, "/calls", "POST", "VALID"], // no scope prefix: the caller's own
+      [k.customer, "/customers/initech/invoices", "GET", "FORBIDDEN"], // unknown customer
+    ];
+    for (const [key, path, method, expected] of cases) expect(`${method} ${path}: ${await code(key, path, method)}`).toBe(`${method} ${path}: ${expected}`);
+  });
+
+  it("judges a path as the upstream sees it: decoded, dot segments removed, never let through by a spelling", async () => {
+    const k = acme.keys.customer;
+    expect(await code(k, "/customers/%61cme/invoices")).toBe("VALID");
+    expect(await code(k, "/customers/globex/../acme/invoices")).toBe("VALID");
+    expect(await code(k, "/customers/acme/../globex/invoices")).toBe("FORBIDDEN");
+    expect(await code(k, "/customers/acme/%2e%2e/globex/invoices")).toBe("FORBIDDEN");
+    expect(await code(k, "/customers/acme%2Fglobex/invoices")).toBe("FORBIDDEN");
+    expect(await code(k, "/../customers/acme")).toBe("FORBIDDEN");
+    expect(await code(k, "/customers/acme/invoices?tenant=globex")).toBe("VALID");
+    expect(await code(globex.keys.customer, "/customers/acme/invoices")).toBe("FORBIDDEN");
+    expect(await code(acme.keys.application, "/applications/ivr/x/..", "PUT")).toBe("FORBIDDEN");
+  });
+
+  it("ignores a token in a header: the body's is the one judged", async () => {
+    const res = await svc.as(acme.keys.customer).post("/verify").send({ key: "nothing" });
+    expect(res.body).toEqual({ valid: false, code: "MALFORMED" });
+  });
+
+  it("answers 400 with the JSON body for a body not of the shape", async () => {
+    for (const body of [[], { path: "/x" }, { key: 7 }, { key: acme.keys.customer, path: "" }, { key: acme.keys.customer, path: "http://x/y" },
+      { key: acme.keys.customer, method: "G T" }]) {
+      const res = await verify(body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body).toMatchObject({ status: 400, error: "bad_request" });
+    }
+  });
+
+  it("never answers 500, whatever the body", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.jsonValue(), fc.record({ key: fc.oneof(fc.string(), fc.constant(acme.keys.domain)), path: fc.oneof(fc.webPath(), fc.string()), method: fc.string() }, { requiredKeys: [] })),
+        async (body) => {
+          const res = await svc.as("ignored").post("/verify").set("Content-Type", "application/json").send(JSON.stringify(body) ?? "null");
+          expect([200, 400, 413, 415]).toContain(res.status);
+          expect(res.headers["content-type"]).toMatch(/^application\/json/);
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+});
