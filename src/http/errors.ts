@@ -6,10 +6,15 @@ import { AppError, codeOf, errorFields, statusOf, StoreUnavailable, type ErrorCo
 // Every error leaves as {"status", "error", "message"} (docs/api.md, "Errors"), through these two functions.
 export function sendError(res: ServerResponse, code: ErrorCode, message: string): void {
   const status = statusOf(code);
-  const body = JSON.stringify({ status, error: code, message });
+  const body = errorBody(code, message);
   if (status === 401) res.setHeader("WWW-Authenticate", 'Bearer realm="keyplane"');
   res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
   res.end(body);
+}
+
+/** The body of every error answer. */
+export function errorBody(code: ErrorCode, message: string): string {
+  return JSON.stringify({ status: statusOf(code), error: code, message });
 }
 
 /** The error an express body parser reports, by its `type`. */
@@ -32,6 +37,8 @@ function parserError(error: { type?: string; status?: number }): [ErrorCode, str
 
 /** Answers any error thrown while serving a request: the caller's own, or the service's. */
 export function answerError(res: ServerResponse, error: unknown, log: Logger, reqId: string): void {
+  // Answered already, in full (a request cut short by a time-out): nothing is left to tell anyone.
+  if (res.writableEnded) return;
   if (res.headersSent) {
     log.error({ err: errorFields(error), reqId }, "failed after the answer began");
     res.destroy();

@@ -1,0 +1,51 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+
+// What each connection is doing: the answers it still owes, oldest first, and the request it read
+// last. Node reports a malformed or late request (its 'clientError') while the answers to the requests
+// before it on the same connection may still be on their way; whatever keyplane writes then must wait
+// behind them, or it would take their place (docs/api.md, "HTTP edges").
+const STATE = Symbol("keyplane.inFlight");
+
+export interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+}
+
+interface Connection {
+  owed: ServerResponse[];
+  /** Called, once each, when nothing is owed. */
+  whenSettled: (() => void)[];
+  latest: Exchange;
+}
+
+type Tracked = Socket & { [STATE]?: Connection };
+
+/** Counts `res` as owed on its connection until it has been written in full, or abandoned. */
+export function owe(req: IncomingMessage, res: ServerResponse): void {
+  const socket = req.socket as Tracked;
+  const connection = (socket[STATE] ??= { owed: [], whenSettled: [], latest: { req, res } });
+  connection.latest = { req, res };
+  connection.owed.push(res);
+  const settle = () => {
+    const at = connection.owed.indexOf(res);
+    if (at < 0) return;
+    connection.owed.splice(at, 1);
+    if (connection.owed.length > 0) return;
+    for (const then of connection.whenSettled.splice(0)) then();
+  };
+  res.once("finish", settle);
+  res.once("close", settle);
+}
+
+/** The request read last on the connection, with its answer, if any was read. */
+export function latestExchange(socket: Socket): Exchange | undefined {
+  return (socket as Tracked)[STATE]?.latest;
+}
+
+/** Runs `then` once every answer owed on the connection has been written (at once if none is). */
+export function afterOwed(socket: Socket, then: () => void): void {
+  const connection = (socket as Tracked)[STATE];
+  if (!connection || connection.owed.length === 0) then();
+  else connection.whenSettled.push(then);
+}
