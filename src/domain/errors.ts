@@ -68,13 +68,20 @@ export class AppError extends Error {
 }
 
 /**
- * An error as a log line may show it: its kind, code, message and stack, never its other fields (a
- * driver's error may carry its connection, a parser's the request body).
+ * An error as a log line may show it: its kind, code, message and stack, and for a failed statement
+ * its SQL text (`statement`, set by the store), never its other fields (a driver's error may carry its
+ * connection or the statement's parameters, a parser's the request body).
  */
 export function errorFields(error: unknown): Record<string, unknown> {
   if (!(error instanceof Error)) return { message: String(error) };
-  const code = (error as { code?: unknown }).code;
-  return { type: error.name, ...(typeof code === "string" || typeof code === "number" ? { code } : {}), message: error.message, stack: error.stack };
+  const { code, statement } = error as { code?: unknown; statement?: unknown };
+  return {
+    type: error.name,
+    ...(typeof code === "string" || typeof code === "number" ? { code } : {}),
+    ...(typeof statement === "string" ? { statement } : {}),
+    message: error.message,
+    stack: error.stack,
+  };
 }
 
 export const UNAUTHORIZED = "A valid, active API key is required.";

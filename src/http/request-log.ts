@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Request } from "express";
 import type { Logger } from "pino";
+import "./request.ts";
 
 /** The request's id: its X-Request-Id when sane, else a new one; echoed in the answer. */
 export function requestId(req: IncomingMessage, res: ServerResponse): string {
@@ -10,17 +12,26 @@ export function requestId(req: IncomingMessage, res: ServerResponse): string {
   return id;
 }
 
+/** What a handler outside express tells the request log: its route, and the calling key once known. */
+export interface Answering {
+  route: string;
+  key?: number;
+}
+
 /**
  * Logs the request once it has been answered, by the pattern of the route that answered it
- * (`/customers/:customer/keys`), never its path or query: those can hold a token in any spelling.
- * `route` is given by handlers outside express; express sets `req.route`; no route is "unmatched".
+ * (`/customers/:customer/keys`) and the numeric id of the calling key, never its path, query or
+ * token: those can hold a token in any spelling. Express sets `req.route` and `req.principal`; other
+ * handlers pass `answering`; no route is "unmatched".
  */
-export function logWhenAnswered(log: Logger, req: IncomingMessage, res: ServerResponse, reqId: string, route?: string): void {
+export function logWhenAnswered(log: Logger, req: IncomingMessage, res: ServerResponse, reqId: string, answering?: Answering): void {
   if (!log.isLevelEnabled("info")) return;
   const startedAt = performance.now();
   res.once("finish", () => {
     const ms = Number((performance.now() - startedAt).toFixed(2));
-    const pattern = route ?? (req as { route?: { path?: string } }).route?.path ?? "unmatched";
-    log.info({ reqId, method: req.method, route: pattern, status: res.statusCode, ms }, "request");
+    const routed = req as Partial<Pick<Request, "route" | "principal">>;
+    const route = answering?.route ?? (routed.route as { path?: string } | undefined)?.path ?? "unmatched";
+    const key = answering ? answering.key : routed.principal?.key.id;
+    log.info({ reqId, method: req.method, route, key, status: res.statusCode, ms }, "request");
   });
 }

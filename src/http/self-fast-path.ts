@@ -5,7 +5,7 @@ import type { StoredKey } from "../domain/model.ts";
 import { hasBody } from "./body.ts";
 import { answerError, sendError } from "./errors.ts";
 import { callerKeyJson } from "./present.ts";
-import { logWhenAnswered, requestId } from "./request-log.ts";
+import { logWhenAnswered, requestId, type Answering } from "./request-log.ts";
 
 // GET /keys/self is how clients check a key, and checking keys is what keyplane does most: it is
 // answered here, before express, from the verification cache (see docs/adr/0004). Everything else,
@@ -21,10 +21,12 @@ export function withSelfFastPath(ctx: Context, next: RequestListener): RequestLi
   return (req, res) => {
     if (req.method !== "GET" || !SELF.test(req.url ?? "") || hasBody(req)) return next(req, res);
     const reqId = requestId(req, res);
-    logWhenAnswered(ctx.log, req, res, reqId, "/keys/self");
+    const answering: Answering = { route: "/keys/self" };
+    logWhenAnswered(ctx.log, req, res, reqId, answering);
     verify(ctx, req.headers.authorization).then(
       (principal) => {
         if ("refused" in principal) return sendError(res, "unauthorized", principal.refused);
+        answering.key = principal.key.id;
         let body = bodies.get(principal.key);
         if (!body) {
           const text = JSON.stringify(callerKeyJson(principal));
