@@ -4,6 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import type { KubeConfig, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { errorFields } from "../domain/errors.ts";
 import type { Context } from "../services/context.ts";
 import { API_VERSION, GROUP, KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, CRD_VERSION, type ApiKey } from "./apikey.ts";
 import { listenForManagedKeyChanges } from "./feed.ts";
@@ -72,7 +73,7 @@ function listenUntilStopped(o: ControllerOptions, leadership: AbortSignal, onCha
       if (failures > 0) onMissed();
       if (leadership.aborted) await unlisten();
     } catch (error) {
-      o.log.warn({ err: error, failures: failures + 1 }, "cannot listen for key changes; retrying");
+      o.log.warn({ err: errorFields(error), failures: failures + 1 }, "cannot listen for key changes; retrying");
       await sleep(backoffDelay(failures + 1, o.watchBackoff), undefined, { signal: leadership }).catch(() => undefined);
       return attempt(failures + 1);
     }
