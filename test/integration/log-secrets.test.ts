@@ -93,6 +93,7 @@ describe("secrets out of every log line", () => {
           send("GET", `/nowhere/${s}?token=${q}`, auth(s)),
           send("PATCH", `/keys/${s}`, auth(s)),
           send("PATCH", `/admin/customers/${s}`, auth(svc.adminToken)),
+          send("POST", "/verify", {}, JSON.stringify({ key: s, path: `/keys/${s}`, method: "GET" })),
           send("GET", `/keys/${s}`, { ...auth(root), "content-type": "text/plain" }, s),
         ]);
       }
