@@ -18,7 +18,7 @@ export async function sendKeyList(
     for await (const key of read(limit + 1)) page.push(key);
     if (page.length > limit) {
       page.length = limit;
-      res.setHeader("Link", `<${nextUrl(req, page[limit - 1]!.id)}>; rel="next"`);
+      setNextLink(req, res, "after", page[limit - 1]!.id);
     }
     res.json(page.map(keyJson));
     return;
@@ -53,8 +53,9 @@ function drained(res: Response): Promise<boolean> {
   });
 }
 
-function nextUrl(req: Request, lastId: number): string {
+/** `Link: <this request's URL, with `param` set to `value`>; rel="next"`: every other query parameter is kept. */
+export function setNextLink(req: Request, res: Response, param: string, value: number): void {
   const url = new URL(req.originalUrl, "http://keyplane");
-  url.searchParams.set("after", String(lastId));
-  return url.pathname + url.search;
+  url.searchParams.set(param, String(value));
+  res.setHeader("Link", `<${url.pathname}${url.search}>; rel="next"`);
 }

@@ -1,3 +1,4 @@
+import type { KeyEvent } from "../domain/key-event.ts";
 import type { Key } from "../domain/model.ts";
 import type { Principal } from "../services/authenticate.ts";
 
@@ -20,6 +21,9 @@ export function keyJson(key: Key): Record<string, unknown> {
     modifiedAt: key.modifiedAt,
     deletedAt: key.deletedAt,
     activeAt: key.activeAt,
+    expiresAt: key.expiresAt,
+    lastUsedAt: key.lastUsedAt,
+    replacedBy: key.replacedBy,
     tenant: key.tenant,
     "tenant-id": key.tenantId,
   };
@@ -34,4 +38,9 @@ export function keyJson(key: Key): Record<string, unknown> {
 export function callerKeyJson({ key, token }: Principal): Record<string, unknown> {
   const { sealed: _sealed, hash: _hash, ...shown } = key;
   return keyJson({ ...shown, keyId: token });
+}
+
+/** An event as the API shows it (docs/api.md, "Events"): the contract's field order; no token, ever. */
+export function eventJson(e: KeyEvent): Record<string, unknown> {
+  return { id: e.id, at: e.at, action: e.action, key: e.key, actor: e.actor, changes: e.changes, requestId: e.requestId };
 }

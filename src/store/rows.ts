@@ -69,7 +69,7 @@ export const userFrom = (row: Row, a = "u"): User => ({
 export const keySelect = (source = "api_keys") => `
   SELECT k.id, k.token_hash, k.token_sealed, k.name, k.active, k.type, k.tenant_id, k.domain_id,
          k.application_id, k.subscriber_id, k.user_id, k.managed_by, k.created_at, k.modified_at,
-         k.deleted_at, k.active_at,
+         k.deleted_at, k.active_at, k.expires_at, k.last_used_at, k.replaced_by,
          ${columns("customer", "c")}, ${columns("domain", "d")}, ${columns("application", "a")},
          ${columns("subscriber", "s")}, ${columns("user", "u")}
     FROM ${source} k
@@ -98,6 +98,9 @@ export function storedKeyFrom(row: Row): StoredKey {
     modifiedAt: date(row, "modified_at"),
     deletedAt: (row.deleted_at ?? null) as Date | null,
     activeAt: (row.active_at ?? null) as Date | null,
+    expiresAt: (row.expires_at ?? null) as Date | null,
+    lastUsedAt: (row.last_used_at ?? null) as Date | null,
+    replacedBy: numOrNull(row, "replaced_by"),
     tenant: customerFrom(row, "c"),
     domain: row.d_id == null ? null : domainFrom(row, "d"),
     application: row.a_id == null ? null : applicationFrom(row, "a"),
