@@ -58,6 +58,6 @@ export class LastUse {
       return;
     }
     // The cached copies show the lastUsedAt they were read with: this process's answers catch up.
-    for (const use of batch.values()) this.#keyCache.invalidate(use.hash.toString("hex"));
+    for (const use of batch.values()) this.#keyCache.noteLastUse(use.hash.toString("hex"), use.at);
   }
 }
