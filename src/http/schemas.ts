@@ -53,9 +53,13 @@ const action = z.enum(KEY_ACTIONS).optional().describe("Only events of this acti
 
 export const keyEventsQuery = z.object({ action });
 
+/** A query parameter that is a whole number written in digits, nothing else ("0x10", "1e3" and " 7" are 400). */
+const digits = (min: number, max: number) =>
+  z.preprocess((v) => (typeof v === "string" && /^[0-9]+$/.test(v) ? Number(v) : v), z.number().int().min(min).max(max));
+
 export const eventsQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(1000).default(100).describe("Page size (default 100); a Link rel=next header follows while more remain."),
-  before: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional().describe("Only events with an id below this one."),
+  limit: digits(1, 1000).default(100).describe("Page size (default 100); a Link rel=next header follows while more remain."),
+  before: digits(1, Number.MAX_SAFE_INTEGER).optional().describe("Only events with an id below this one."),
   action,
 });
 
