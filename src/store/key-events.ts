@@ -53,7 +53,8 @@ function eventFrom(row: Row): KeyEvent {
       applicationId: (row.application_id ?? null) as number | null,
       subscriberId: (row.subscriber_id ?? null) as number | null,
     },
-    actor: row.actor as Actor,
+    // jsonb keeps keys in its own order: the type comes first, as the API documents the actor.
+    actor: (({ type, ...rest }) => ({ type, ...rest }))(row.actor as Actor) as Actor,
     changes: row.changes as Changes,
     requestId: (row.request_id ?? null) as string | null,
   };
