@@ -34,37 +34,40 @@ export interface KeyInsert {
   expiresAt: Date | null;
 }
 
+// Statements on the hot paths are texts built once (the driver prepares each under a name it finds by
+// its text, and a new string would be hashed anew on every call).
+const INSERT_UNLESS_EXISTS = `
+  WITH inserted AS (
+    INSERT INTO api_keys (token_hash, token_sealed, name, active, type, tenant_id, domain_id, application_id,
+                          subscriber_id, user_id, managed_by, created_at, modified_at, active_at, expires_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, CASE WHEN $4 THEN $12::timestamptz END, $13)
+    ON CONFLICT DO NOTHING
+    RETURNING *),
+  created AS (${recordEvents("inserted", "created", { at: "$12::timestamptz", actor: "$14", changes: "$15", requestId: "$16" })})
+  ${keySelect("inserted")}`;
+
 /**
  * Inserts a key, with its `created` event, unless a key holds its name in api_keys_identity_live (or
  * its user already has one); the new key with its directory objects (one round trip), or undefined.
  */
 export async function keyInsertUnlessExists(q: Queryable, k: KeyInsert, author: Author, changes: Changes, now: Date): Promise<StoredKey | undefined> {
-  const rows = await q.query(
-    `WITH inserted AS (
-       INSERT INTO api_keys (token_hash, token_sealed, name, active, type, tenant_id, domain_id, application_id,
-                             subscriber_id, user_id, managed_by, created_at, modified_at, active_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, CASE WHEN $4 THEN $12::timestamptz END, $13)
-       ON CONFLICT DO NOTHING
-       RETURNING *),
-     created AS (${recordEvents("inserted", "created", { at: "$12::timestamptz", actor: "$14", changes: "$15", requestId: "$16" })})
-     ${keySelect("inserted")}`,
-    [k.hash, k.sealed, k.name, k.active, k.type, k.scope.tenantId, k.scope.domainId, k.scope.applicationId,
-      k.scope.subscriberId, k.userId, k.managedBy, now, k.expiresAt, ...eventParams(author, changes)],
-  );
+  const rows = await q.query(INSERT_UNLESS_EXISTS, [
+    k.hash, k.sealed, k.name, k.active, k.type, k.scope.tenantId, k.scope.domainId, k.scope.applicationId,
+    k.scope.subscriberId, k.userId, k.managedBy, now, k.expiresAt, ...eventParams(author, changes),
+  ]);
   return rows[0] ? storedKeyFrom(rows[0]) : undefined;
 }
 
+const FIND_BY_IDENTITY = `${KEY_SELECT} WHERE ${identity(1)} AND ${live(6)}`;
 /** The live key that holds this name in this scope (not replaced by a rotation), if any. */
 export async function keyFindByIdentity(q: Queryable, scope: Scope, name: string, now: Date): Promise<StoredKey | undefined> {
-  const rows = await q.query(
-    `${KEY_SELECT} WHERE ${identity(1)} AND ${live(6)}`,
-    [...identityParams(scope, name), now],
-  );
+  const rows = await q.query(FIND_BY_IDENTITY, [...identityParams(scope, name), now]);
   return rows[0] ? storedKeyFrom(rows[0]) : undefined;
 }
 
+const FIND_BY_ID = `${KEY_SELECT} WHERE k.id = $1 AND ${live(2)}`;
 export async function keyFindById(q: Queryable, id: number, now: Date): Promise<StoredKey | undefined> {
-  const rows = await q.query(`${KEY_SELECT} WHERE k.id = $1 AND ${live(2)}`, [id, now]);
+  const rows = await q.query(FIND_BY_ID, [id, now]);
   return rows[0] ? storedKeyFrom(rows[0]) : undefined;
 }
 
@@ -74,9 +77,10 @@ export async function keyFindEverById(q: Queryable, id: number): Promise<StoredK
   return rows[0] ? storedKeyFrom(rows[0]) : undefined;
 }
 
+const FIND_BY_HASH = `${KEY_SELECT} WHERE k.token_hash = $1 AND k.deleted_at IS NULL`;
 /** The undeleted key behind a token hash, expired or not: the caller judges its state (domain/key-state.ts). */
 export async function keyFindByHash(q: Queryable, hash: Buffer): Promise<StoredKey | undefined> {
-  const rows = await q.query(`${KEY_SELECT} WHERE k.token_hash = $1 AND k.deleted_at IS NULL`, [hash]);
+  const rows = await q.query(FIND_BY_HASH, [hash]);
   return rows[0] ? storedKeyFrom(rows[0]) : undefined;
 }
 
