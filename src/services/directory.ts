@@ -9,7 +9,7 @@ import { keyInsertUnlessExists, keyRecordExpiries } from "../store/keys.ts";
 import { changesBetween, type Author } from "../domain/key-event.ts";
 import { domainScope, customerScope } from "../domain/scope.ts";
 import type { Context } from "./context.ts";
-import { mintToken, unseal } from "./keys.ts";
+import { mintToken, withToken } from "./keys.ts";
 import type { Key } from "../domain/model.ts";
 
 // Use cases of the admin API's directory. Entities are named by id, uuid or name within their parent
@@ -88,15 +88,16 @@ export async function createUser(ctx: Context, customer: Customer, email: string
     ctx.db.transaction(async (tx) => {
       const user = await userInsert(tx, customer.id, domain?.id ?? null, email, now);
       const scope = domain ? domainScope(customer.id, domain.id) : customerScope(customer.id);
+      const { token, ...minted } = mintToken(ctx);
       const stored = await keyInsertUnlessExists(
         tx,
-        { ...mintToken(ctx), name: email, active: true, type: "user", scope, userId: user.id, managedBy: null, expiresAt: null },
+        { ...minted, name: email, active: true, type: "user", scope, userId: user.id, managedBy: null, expiresAt: null },
         by,
         changesBetween(undefined, { name: email, active: true, expiresAt: null, replacedBy: null }),
         now,
       );
       if (!stored) throw new Error("the user's key was not created");
-      return { user, key: unseal(ctx, stored) };
+      return { user, key: withToken(stored, token) };
     }),
   );
 }

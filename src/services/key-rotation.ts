@@ -5,7 +5,7 @@ import type { Key } from "../domain/model.ts";
 import type { Scope } from "../domain/scope.ts";
 import { keyLockById, keyRotate } from "../store/keys.ts";
 import type { Context } from "./context.ts";
-import { findKey, keyNotFound, mintToken, unseal, type ExpiryRequest } from "./keys.ts";
+import { findKey, keyNotFound, mintToken, withToken, type ExpiryRequest } from "./keys.ts";
 
 export interface RotateRequest extends ExpiryRequest {
   /** How long the old key keeps working, in seconds (0: it stops at once). */
@@ -25,7 +25,7 @@ export async function rotateKey(ctx: Context, target: Scope, ref: string, req: R
   requireFuture(successorExpiresAt, now);
   const found = await findKey(ctx, target, ref);
   if (!found) throw keyNotFound();
-  const token = mintToken(ctx);
+  const { token, ...minted } = mintToken(ctx);
   const successor = await ctx.db.transaction(async (tx) => {
     const old = await keyLockById(tx, found.id, now);
     if (!old) throw keyNotFound();
@@ -35,7 +35,7 @@ export async function rotateKey(ctx: Context, target: Scope, ref: string, req: R
     return keyRotate(
       tx,
       { id: old.id, expiresAt },
-      { ...token, expiresAt: successorExpiresAt },
+      { ...minted, expiresAt: successorExpiresAt },
       by,
       {
         rotated: changesBetween(old, { ...old, expiresAt }),
@@ -46,5 +46,5 @@ export async function rotateKey(ctx: Context, target: Scope, ref: string, req: R
   });
   // The old key now expires (at once, with no grace): this process must not serve it from its cache.
   ctx.keyCache.invalidate(found.hash.toString("hex"));
-  return unseal(ctx, successor);
+  return withToken(successor, token);
 }

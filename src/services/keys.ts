@@ -17,15 +17,20 @@ import type { Context } from "./context.ts";
 // `by` is who makes a change: every change is recorded as an event, in the same transaction.
 
 export function unseal(ctx: Context, stored: StoredKey): Key {
-  const { sealed, hash, ...rest } = stored;
-  return { ...rest, keyId: ctx.sealer.open(sealed, hash) };
+  return withToken(stored, ctx.sealer.open(stored.sealed, stored.hash));
+}
+
+/** A stored key as handed out, its token given: one just minted need not be opened again. */
+export function withToken(stored: StoredKey, keyId: string): Key {
+  const { sealed: _sealed, hash: _hash, ...rest } = stored;
+  return { ...rest, keyId };
 }
 
 /** A fresh token with its look-up hash and sealed copy. */
-export function mintToken(ctx: Context): Pick<KeyInsert, "hash" | "sealed"> {
+export function mintToken(ctx: Context): Pick<KeyInsert, "hash" | "sealed"> & { token: string } {
   const token = newToken();
   const hash = tokenHash(token);
-  return { hash, sealed: ctx.sealer.seal(token, hash) };
+  return { token, hash, sealed: ctx.sealer.seal(token, hash) };
 }
 
 /** When a new key expires: `expiresAt` or `expiresIn` from now, which must lie in the future; null for never. */
@@ -54,9 +59,10 @@ export async function provisionKey(ctx: Context, scope: Scope, req: ProvisionReq
   const active = req.active ?? true;
   const changes = changesBetween(undefined, { name: req.name, active, expiresAt, replacedBy: null });
   for (let attempt = 0; attempt < 3; attempt++) {
-    const insert = { ...mintToken(ctx), name: req.name, active, type: keyTypeFor(scope), scope, userId: null, managedBy: req.managedBy ?? null, expiresAt };
+    const { token, ...minted } = mintToken(ctx);
+    const insert = { ...minted, name: req.name, active, type: keyTypeFor(scope), scope, userId: null, managedBy: req.managedBy ?? null, expiresAt };
     const inserted = await keyInsertUnlessExists(ctx.db, insert, by, changes, now);
-    if (inserted) return { key: unseal(ctx, inserted), created: true };
+    if (inserted) return { key: withToken(inserted, token), created: true };
     const holder = await keyFindByIdentity(ctx.db, scope, req.name, now);
     if (holder) return { key: unseal(ctx, holder), created: false };
     // No live key holds the name, so an expired one does, or the holder went between the two statements.
