@@ -62,3 +62,42 @@ BEGIN
 END $$;
 CREATE TRIGGER key_events_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON key_events
   FOR EACH STATEMENT EXECUTE FUNCTION key_events_append_only();
+
+-- A key's scope is checked without locking its parents (docs/adr/0007-provisioning-cost.md). A foreign
+-- key locks the parent row (FOR KEY SHARE) for every key inserted under it: all the keys of one
+-- customer queue on one row, and concurrent lockers make a new MultiXact each time, holding every
+-- locker so far. Parents are never removed (soft deletion, enforced below) and their ids never change,
+-- so a check that the scope exists when a key is written holds for good.
+ALTER TABLE api_keys
+  DROP CONSTRAINT api_keys_tenant_id_fkey,
+  DROP CONSTRAINT api_keys_domain_id_tenant_id_fkey,
+  DROP CONSTRAINT api_keys_application_id_domain_id_fkey,
+  DROP CONSTRAINT api_keys_subscriber_id_domain_id_fkey;
+CREATE FUNCTION api_keys_scope_exists() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM customers WHERE id = NEW.tenant_id)
+     OR (NEW.domain_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM domains WHERE id = NEW.domain_id AND tenant_id = NEW.tenant_id))
+     OR (NEW.application_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM applications WHERE id = NEW.application_id AND domain_id = NEW.domain_id))
+     OR (NEW.subscriber_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM subscribers WHERE id = NEW.subscriber_id AND domain_id = NEW.domain_id))
+  THEN
+    RAISE foreign_key_violation USING MESSAGE = format('api_keys: no scope customer %s / domain %s / application %s / subscriber %s',
+      NEW.tenant_id, NEW.domain_id, NEW.application_id, NEW.subscriber_id);
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER api_keys_scope_exists BEFORE INSERT OR UPDATE OF tenant_id, domain_id, application_id, subscriber_id ON api_keys
+  FOR EACH ROW EXECUTE FUNCTION api_keys_scope_exists();
+
+CREATE FUNCTION keyplane_soft_delete_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION '% rows are deleted by setting deleted_at, never removed', TG_TABLE_NAME;
+END $$;
+CREATE TRIGGER customers_soft_delete_only BEFORE DELETE OR TRUNCATE ON customers FOR EACH STATEMENT EXECUTE FUNCTION keyplane_soft_delete_only();
+CREATE TRIGGER domains_soft_delete_only BEFORE DELETE OR TRUNCATE ON domains FOR EACH STATEMENT EXECUTE FUNCTION keyplane_soft_delete_only();
+CREATE TRIGGER applications_soft_delete_only BEFORE DELETE OR TRUNCATE ON applications FOR EACH STATEMENT EXECUTE FUNCTION keyplane_soft_delete_only();
+CREATE TRIGGER subscribers_soft_delete_only BEFORE DELETE OR TRUNCATE ON subscribers FOR EACH STATEMENT EXECUTE FUNCTION keyplane_soft_delete_only();
+CREATE TRIGGER api_keys_soft_delete_only BEFORE DELETE OR TRUNCATE ON api_keys FOR EACH STATEMENT EXECUTE FUNCTION keyplane_soft_delete_only();
+
+-- Customer-level keys have no domain: they need no entry in the index that finds a domain's keys.
+DROP INDEX api_keys_domain_live;
+CREATE INDEX api_keys_domain_live ON api_keys (domain_id, id) WHERE deleted_at IS NULL AND domain_id IS NOT NULL;

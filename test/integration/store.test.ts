@@ -157,6 +157,34 @@ describe.each(backends())("store on %s", (backend) => {
       expect(stored.hash.equals(k.hash)).toBe(true);
     });
 
+    it("refuse a scope that does not exist or does not nest", async () => {
+      const elsewhere = await domainInsert(db, other.tenantId, "elsewhere.example", now);
+      for (const scope of [
+        { ...tenant, tenantId: 999_999 },
+        { ...tenant, domainId: elsewhere.id }, // another customer's domain
+        { ...domain, applicationId: 999_999 },
+        { ...domain, domainId: elsewhere.id, applicationId: app.applicationId }, // an application of another domain
+        { ...domain, subscriberId: 999_999 },
+      ]) {
+        const type = scope.applicationId ? "application" : scope.subscriberId ? "subscriber" : "customer";
+        await expect(keyInsertUnlessExists(db, keyAt(scope, "nowhere", { type }), now), JSON.stringify(scope)).rejects.toThrow(/no scope/);
+      }
+    });
+
+    it.runIf(backend === "postgres")("insert without locking their customer: a transaction holding its row does not hold them up", async () => {
+      await db.transaction(async (tx) => {
+        await tx.query("SELECT 1 FROM customers WHERE id = $1 FOR UPDATE", [tenant.tenantId]);
+        // Another connection, while the row is locked: a foreign key's FOR KEY SHARE would wait here.
+        expect(await keyInsertUnlessExists(db, keyAt(tenant, "unlocked"), now)).toBeDefined();
+      });
+    });
+
+    it("are never removed, nor the directory rows they lie in: rows are deleted softly", async () => {
+      for (const table of ["api_keys", "customers", "domains", "applications", "subscribers", "key_events"]) {
+        await expect(db.query(`DELETE FROM ${table} WHERE false`), table).rejects.toThrow(/never removed|append-only/);
+      }
+    });
+
     it("refuse a type that does not match the scope", async () => {
       await expect(keyInsertUnlessExists(db, keyAt(app, "wrong-type", { type: "customer" }), now)).rejects.toThrow();
     });
