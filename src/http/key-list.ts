@@ -1,5 +1,6 @@
 import type { Request, Response } from "express";
 import type { Key } from "../domain/model.ts";
+import { keyJsonText } from "./key-text.ts";
 import { keyJson } from "./present.ts";
 
 /**
@@ -27,7 +28,7 @@ export async function sendKeyList(
   let first = true;
   let chunk = "";
   for await (const key of read()) {
-    chunk += (first ? "[" : ",") + JSON.stringify(keyJson(key));
+    chunk += (first ? "[" : ",") + keyJsonText(key);
     first = false;
     if (chunk.length < CHUNK_CHARS) continue;
     const accepted = res.write(chunk);

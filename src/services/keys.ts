@@ -20,10 +20,18 @@ export function unseal(ctx: Context, stored: StoredKey): Key {
   return withToken(stored, ctx.sealer.open(stored.sealed, stored.hash));
 }
 
-/** A stored key as handed out, its token given: one just minted need not be opened again. */
-export function withToken(stored: StoredKey, keyId: string): Key {
-  const { sealed: _sealed, hash: _hash, ...rest } = stored;
-  return { ...rest, keyId };
+/**
+ * A stored key as handed out, its token given: one just minted need not be opened again. Field by
+ * field, not by spreading: a long list makes one per key.
+ */
+export function withToken(s: StoredKey, keyId: string): Key {
+  return {
+    id: s.id, keyId, name: s.name, active: s.active, type: s.type, tenantId: s.tenantId, domainId: s.domainId,
+    applicationId: s.applicationId, subscriberId: s.subscriberId, userId: s.userId, managedBy: s.managedBy,
+    createdAt: s.createdAt, modifiedAt: s.modifiedAt, deletedAt: s.deletedAt, activeAt: s.activeAt, expiresAt: s.expiresAt,
+    lastUsedAt: s.lastUsedAt, replacedBy: s.replacedBy, tenant: s.tenant, domain: s.domain, application: s.application,
+    subscriber: s.subscriber, user: s.user,
+  };
 }
 
 /** A fresh token with its look-up hash and sealed copy. */
@@ -150,18 +158,25 @@ const PAGE_SIZE = 500;
 
 /**
  * The live keys inside `scope`, ordered by id, read from the database in keyset pages of PAGE_SIZE so
- * that a list of any length streams in bounded memory.
+ * that a list of any length streams in bounded memory. The next page is asked for as soon as a page
+ * arrives, so the database reads it while this one is written out.
  */
 export async function* listKeys(ctx: Context, scope: Scope, req: ListRequest): AsyncGenerator<Key> {
   const now = ctx.clock();
-  let after = req.after ?? 0;
   let remaining = req.limit ?? Infinity;
-  while (remaining > 0) {
+  const read = (after: number) => {
     const size = Math.min(PAGE_SIZE, remaining);
-    const page = await keyListByScope(ctx.db, scope, req.filter, after, size, now);
-    for (const stored of page) yield unseal(ctx, stored);
-    if (page.length < size) return;
-    remaining -= page.length;
-    after = page[page.length - 1]!.id;
+    const page = keyListByScope(ctx.db, scope, req.filter, after, size, now).then((keys) => ({ keys, full: keys.length === size }));
+    page.catch(() => undefined); // awaited below; never an unhandled rejection if the reader stops first
+    return page;
+  };
+  let next = read(req.after ?? 0);
+  for (;;) {
+    const { keys, full } = await next;
+    remaining -= keys.length;
+    const more = full && remaining > 0;
+    if (more) next = read(keys[keys.length - 1]!.id);
+    for (const stored of keys) yield unseal(ctx, stored);
+    if (!more) return;
   }
 }

@@ -3,7 +3,7 @@ import type { KeyType, StoredKey } from "../domain/model.ts";
 import type { Scope } from "../domain/scope.ts";
 import type { Queryable } from "./database.ts";
 import { eventParams, recordEvents } from "./key-events.ts";
-import { KEY_SELECT, keySelect, storedKeyFrom } from "./rows.ts";
+import { KEY_SELECT, keySelect, storedKeyFrom, type EntityMemo } from "./rows.ts";
 import { insideScope } from "./scope-sql.ts";
 
 // Queries of the api_keys table. A key is live while it is neither deleted nor expired; `now` is the
@@ -115,7 +115,8 @@ export async function keyListByScope(
     }
   }
   const rows = await q.query(`${sql} ORDER BY k.id LIMIT $2`, params);
-  return rows.map(storedKeyFrom);
+  const memo: EntityMemo = new Map();
+  return rows.map((row) => storedKeyFrom(row, memo));
 }
 
 /** A key's fields as an update leaves them (the service works them out from the locked key). */
@@ -234,7 +235,7 @@ export async function keyListByManagedBy(q: Queryable, managedBy: string, now: D
     `${KEY_SELECT} WHERE k.managed_by = $1 AND k.replaced_by IS NULL AND ${live(2)} ORDER BY k.id`,
     [managedBy, now],
   );
-  return rows.map(storedKeyFrom);
+  return rows.map((row) => storedKeyFrom(row));
 }
 
 /**

@@ -4,6 +4,7 @@ import { errorFields, StoreUnavailable } from "../domain/errors.ts";
 import type { Database, ListenState, Queryable, Row } from "./database.ts";
 import { translated } from "./errors.ts";
 import { logged } from "./sql-log.ts";
+import { typeParsers } from "./timestamp.ts";
 
 export interface PostgresOptions {
   connectionString: string;
@@ -28,6 +29,9 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
     query_timeout: timeoutMs,
     idleTimeoutMillis: 30_000,
     application_name: "keyplane",
+    // Times come back in UTC, in the form typeParsers reads fastest.
+    options: "-c TimeZone=UTC",
+    types: typeParsers,
   });
   // An idle client's connection dropping must not crash the process; the pool replaces it.
   pool.on("error", (error) => log.warn({ err: errorFields(error) }, "idle database connection lost"));

@@ -80,7 +80,23 @@ export const keySelect = (source = "api_keys") => `
     LEFT JOIN users u ON u.id = k.user_id`;
 export const KEY_SELECT = keySelect();
 
-export function storedKeyFrom(row: Row): StoredKey {
+/**
+ * The directory objects a result has read, by alias and id: rows of one list share them (and the
+ * list's writer serialises each once, src/http/key-text.ts). Kept only while unchanged.
+ */
+export type EntityMemo = Map<string, { modifiedAt: Date }>;
+
+function shared<T extends { modifiedAt: Date }>(memo: EntityMemo | undefined, row: Row, alias: string, read: () => T): T {
+  if (!memo) return read();
+  const id = `${alias}${row[`${alias}_id`] as number}`;
+  const seen = memo.get(id);
+  if (seen && seen.modifiedAt.getTime() === date(row, `${alias}_modified_at`).getTime()) return seen as T;
+  const value = read();
+  memo.set(id, value);
+  return value;
+}
+
+export function storedKeyFrom(row: Row, memo?: EntityMemo): StoredKey {
   return {
     id: num(row, "id"),
     hash: row.token_hash as Buffer,
@@ -101,10 +117,10 @@ export function storedKeyFrom(row: Row): StoredKey {
     expiresAt: (row.expires_at ?? null) as Date | null,
     lastUsedAt: (row.last_used_at ?? null) as Date | null,
     replacedBy: numOrNull(row, "replaced_by"),
-    tenant: customerFrom(row, "c"),
-    domain: row.d_id == null ? null : domainFrom(row, "d"),
-    application: row.a_id == null ? null : applicationFrom(row, "a"),
-    subscriber: row.s_id == null ? null : subscriberFrom(row, "s"),
-    user: row.u_id == null ? null : userFrom(row, "u"),
+    tenant: shared(memo, row, "c", () => customerFrom(row, "c")),
+    domain: row.d_id == null ? null : shared(memo, row, "d", () => domainFrom(row, "d")),
+    application: row.a_id == null ? null : shared(memo, row, "a", () => applicationFrom(row, "a")),
+    subscriber: row.s_id == null ? null : shared(memo, row, "s", () => subscriberFrom(row, "s")),
+    user: row.u_id == null ? null : shared(memo, row, "u", () => userFrom(row, "u")),
   };
 }
