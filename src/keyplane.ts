@@ -8,6 +8,9 @@ import { withSelfFastPath } from "./http/self-fast-path.ts";
 import type { Context } from "./services/context.ts";
 import { onKeyChanges } from "./services/key-changes.ts";
 import { KeyCache, type KeyCacheOptions } from "./services/key-cache.ts";
+import { EXPIRY_SWEEP_MS, sweepExpiries } from "./services/expiry-sweep.ts";
+import { LAST_USE_FLUSH_MS, LastUse } from "./services/last-use.ts";
+import { every } from "./services/periodic.ts";
 import { INVOKE_TIMEOUT_MS } from "./runtime/runtime.ts";
 import { VERSION } from "./version.ts";
 import type { Database } from "./store/database.ts";
@@ -31,13 +34,20 @@ export interface KeyplaneOptions {
   log: Logger;
   clock?: () => Date;
   keyCache?: KeyCacheOptions;
+  /** How often this process writes when keys were last used (default a minute). */
+  lastUseFlushMs?: number;
+  /** How often this process records expiries that have passed (default 20 s). */
+  expirySweepMs?: number;
 }
 
 export interface Keyplane {
   ctx: Context;
   /** The HTTP handler: the fast path of GET /keys/self in front of the express app. */
   app: RequestListener;
-  /** Stops listening for key changes (the database stays open: it belongs to the caller). */
+  /**
+   * Stops the background work: listening for key changes, the expiry sweep, and the last-use
+   * batches, after writing the last one (the database stays open: it belongs to the caller).
+   */
   close(): Promise<void>;
 }
 
@@ -47,7 +57,8 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   const migrations = await loadMigrations();
   await migrate(db, log, migrations);
   const keyCache = new KeyCache(db, options.keyCache);
-  const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), keyCache, clock: options.clock ?? (() => new Date()), log, migrations };
+  const lastUse = new LastUse(db, keyCache, log);
+  const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), keyCache, lastUse, clock: options.clock ?? (() => new Date()), log, migrations };
   // Keys changed by any process (this one included) leave the verification cache; while notifications
   // may be missed, nothing cached is fresh; an announcement that cannot be read drops everything.
   const unlisten = await onKeyChanges(
@@ -60,7 +71,19 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
     ctx,
     createApp(ctx, { adminToken: options.secrets.adminToken, runtime: { header: options.runtimeHeader, timeoutMs: options.invokeTimeoutMs ?? INVOKE_TIMEOUT_MS }, version: VERSION }),
   );
-  return { ctx, app, close: unlisten };
+  const jobs = [
+    every(options.expirySweepMs ?? EXPIRY_SWEEP_MS, () => sweepExpiries(ctx), log, "expiry sweep"),
+    every(options.lastUseFlushMs ?? LAST_USE_FLUSH_MS, () => lastUse.flush(), log, "last-use flush"),
+  ];
+  return {
+    ctx,
+    app,
+    async close() {
+      await Promise.all(jobs.map((job) => job.stop()));
+      await lastUse.flush();
+      await unlisten();
+    },
+  };
 }
 
 /** Applies pending migrations to the configured database and closes it; returns the versions applied. */

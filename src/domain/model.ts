@@ -74,6 +74,12 @@ export interface StoredKey extends Scope {
   modifiedAt: Date;
   deletedAt: Date | null;
   activeAt: Date | null;
+  /** From this time on the key is refused and gone (docs/api.md, "Lifecycle"); null for never. */
+  expiresAt: Date | null;
+  /** The last successful authentication, as recorded (at most a minute behind). */
+  lastUsedAt: Date | null;
+  /** The id of the key that replaced this one in a rotation. */
+  replacedBy: number | null;
   tenant: Customer;
   domain: Domain | null;
   application: Application | null;

@@ -3,12 +3,15 @@ import type { Customer, Domain } from "../domain/model.ts";
 import { customerScope } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
 import * as directory from "../services/directory.ts";
+import { listEvents } from "../services/key-events.ts";
 import { provisionKey } from "../services/keys.ts";
 import { invoke, runtimeKey, type RuntimeOptions } from "../runtime/runtime.ts";
+import { adminAuthor } from "./author.ts";
+import { sendEventPage } from "./key-lifecycle-routes.ts";
 import { keyJson } from "./present.ts";
 import { route, type Route } from "./route.ts";
 import {
-  applicationBody, applicationObject, customerBody, customerObject, domainBody, domainObject, invokeBody, keyObject, provisionBody,
+  applicationBody, applicationObject, customerBody, customerObject, domainBody, domainObject, eventObject, eventsQuery, invokeBody, keyObject, provisionBody,
   subscriberBody, subscriberObject, userBody, userObject, userWithKeyObject,
 } from "./schemas.ts";
 
@@ -42,7 +45,7 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
       summary: `Delete a ${what} with everything below it, keys included`,
       ok: { status: 204, description: "Deleted" },
       handle: async (req, res) => {
-        await directory.deleteEntity(ctx, table, (await load(req)).id);
+        await directory.deleteEntity(ctx, table, (await load(req)).id, adminAuthor(req));
         res.status(204).end();
       },
     }),
@@ -124,7 +127,7 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
       handle: async (req, res, { body }) => {
         const owner: Customer = await customer(req);
         const at = body.domain === undefined ? null : await directory.getDomain(ctx, owner, body.domain);
-        const { user, key } = await directory.createUser(ctx, owner, body.email, at);
+        const { user, key } = await directory.createUser(ctx, owner, body.email, at, adminAuthor(req));
         res.status(201).json({ ...user, key: keyJson(key) });
       },
     }),
@@ -141,9 +144,15 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
       ok: { status: 200, description: "The key", schema: keyObject },
       handle: async (req, res, { body }) => {
         const { id } = await customer(req);
-        const { key } = await provisionKey(ctx, customerScope(id), body);
+        const { key } = await provisionKey(ctx, customerScope(id), body, adminAuthor(req));
         res.json(keyJson(key));
       },
+    }),
+    route({
+      method: "get", path: "/admin/events", operationId: "listAllEvents", tag, auth: "admin", query: eventsQuery,
+      summary: "The events of every key, newest first",
+      ok: { status: 200, description: "A page of events", schema: eventObject.array(), headers: ["Link"] },
+      handle: (req, res, { query }) => sendEventPage(req, res, query, (page) => listEvents(ctx, null, page)),
     }),
   ];
 }

@@ -12,8 +12,8 @@ const user = { id: 7, uuid: "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a", tenantId: 1,
 const key = {
   id: 17, keyId: "XI0123456789ABCDEF0123456789AB7798", name: "billing", active: true, type: "customer",
   tenantId: 1, domainId: 10, applicationId: null, subscriberId: null, userId: null, secret: null,
-  createdAt: at, modifiedAt: at, deletedAt: null, activeAt: at,
-  tenant: customer, "tenant-id": 1, domain, "domain-id": 10,
+  createdAt: at, modifiedAt: at, deletedAt: null, activeAt: at, expiresAt: "2027-02-21T10:00:00.000Z", lastUsedAt: "2026-11-23T10:05:00.000Z",
+  replacedBy: null, tenant: customer, "tenant-id": 1, domain, "domain-id": 10,
 };
 
 function withoutKeyId({ keyId: _keyId, ...rest }: typeof key) {
@@ -27,7 +27,20 @@ export const API_EXAMPLES = {
   Application: application,
   Subscriber: subscriber,
   User: user,
-  UserWithKey: { ...user, key: { ...key, id: 18, keyId: "XI00112233445566778899AABBCCDDEEFF", name: "owner@acme.example", type: "user", domainId: null, userId: 7, domain: undefined, "domain-id": undefined, user, "user-id": 7 } },
+  UserWithKey: {
+    ...user,
+    key: {
+      ...key, id: 18, keyId: "XI00112233445566778899AABBCCDDEEFF", name: "owner@acme.example", type: "user", domainId: null, userId: 7,
+      expiresAt: null, lastUsedAt: null, domain: undefined, "domain-id": undefined, user, "user-id": 7,
+    },
+  },
+  KeyEvent: {
+    id: 4711, at: "2026-11-23T11:00:00.000Z", action: "rotated",
+    key: { id: 17, name: "billing", type: "customer", tenantId: 1, domainId: 10, applicationId: null, subscriberId: null },
+    actor: { type: "key", id: 3, name: "backend" },
+    changes: { replacedBy: [null, 19], expiresAt: ["2027-02-21T10:00:00.000Z", "2026-11-23T12:00:00.000Z"] },
+    requestId: "5b0f3c2e-8a1d-4f6b-9c7e-2d4a6b8c0e1f",
+  },
   Error: { status: 404, error: "not_found", message: "No such key." },
   Health: { status: "ok" },
   OpenApiDocument: { openapi: "3.1.0", info: { title: "keyplane", version: "0.1.0" }, paths: {} },
@@ -36,11 +49,13 @@ export const API_EXAMPLES = {
   requests: {} as Record<string, unknown>,
 };
 
-const provision = { name: "billing", active: true };
+const provision = { name: "billing", active: true, expiresIn: 7_776_000 };
 const update = { active: false };
+const rotate = { gracePeriodSeconds: 3600 };
 for (const noun of ["", "Customer", "CustomerDomain", "CustomerDomainApplication", "CustomerDomainSubscriber", "Domain", "DomainApplication", "DomainSubscriber", "Application", "Subscriber"]) {
   API_EXAMPLES.requests[`provision${noun}Key`] = provision;
   API_EXAMPLES.requests[`update${noun}Key`] = update;
+  API_EXAMPLES.requests[`rotate${noun}Key`] = rotate;
 }
 Object.assign(API_EXAMPLES.requests, {
   createCustomer: { name: "acme" },
@@ -49,6 +64,7 @@ Object.assign(API_EXAMPLES.requests, {
   createSubscriber: { msisdn: "12125550100" },
   createUser: { email: "owner@acme.example" },
   provisionBootstrapKey: { name: "backend" },
+  rotateSelfKey: rotate,
   invokeApplication: { call: "+12125550100" },
   verifyKey: { key: "XI0123456789ABCDEF0123456789AB7798", path: "/customers/acme/domains/sip.acme.example/calls", method: "POST" },
 });

@@ -1,5 +1,6 @@
 import type { Request, Response } from "express";
 import type { Key } from "../domain/model.ts";
+import { keyJsonText } from "./key-text.ts";
 import { keyJson } from "./present.ts";
 
 /**
@@ -18,7 +19,7 @@ export async function sendKeyList(
     for await (const key of read(limit + 1)) page.push(key);
     if (page.length > limit) {
       page.length = limit;
-      res.setHeader("Link", `<${nextUrl(req, page[limit - 1]!.id)}>; rel="next"`);
+      setNextLink(req, res, "after", page[limit - 1]!.id);
     }
     res.json(page.map(keyJson));
     return;
@@ -27,7 +28,7 @@ export async function sendKeyList(
   let first = true;
   let chunk = "";
   for await (const key of read()) {
-    chunk += (first ? "[" : ",") + JSON.stringify(keyJson(key));
+    chunk += (first ? "[" : ",") + keyJsonText(key);
     first = false;
     if (chunk.length < CHUNK_CHARS) continue;
     const accepted = res.write(chunk);
@@ -53,8 +54,9 @@ function drained(res: Response): Promise<boolean> {
   });
 }
 
-function nextUrl(req: Request, lastId: number): string {
+/** `Link: <this request's URL, with `param` set to `value`>; rel="next"`: every other query parameter is kept. */
+export function setNextLink(req: Request, res: Response, param: string, value: number): void {
   const url = new URL(req.originalUrl, "http://keyplane");
-  url.searchParams.set("after", String(lastId));
-  return url.pathname + url.search;
+  url.searchParams.set(param, String(value));
+  res.setHeader("Link", `<${url.pathname}${url.search}>; rel="next"`);
 }

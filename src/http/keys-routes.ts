@@ -1,16 +1,14 @@
-import type { Request } from "express";
-import { unauthorized } from "../domain/errors.ts";
-import { mayReach } from "../domain/access.ts";
-import type { Scope, ScopeRefs } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
 import { deleteKey, getKey, listKeys, provisionKey, updateKey } from "../services/keys.ts";
-import { resolvePathScope } from "../services/path-scope.ts";
+import { keyAuthor } from "./author.ts";
+import { eventsRoute, keyLifecycleRoutes, rotateSelfRoute } from "./key-lifecycle-routes.ts";
 import { sendKeyList } from "./key-list.ts";
+import { authorizedScope, keyRef } from "./key-scope.ts";
 import { callerKeyJson, keyJson } from "./present.ts";
 import { route, type Route } from "./route.ts";
 import { keyObject, listQuery, provisionBody, updateBody } from "./schemas.ts";
 
-// Every key path (docs/api.md, "Keys"): one set of five operations on each base, under each spelling.
+// Every key path (docs/api.md, "Keys"): one set of operations on each base, under each spelling.
 const BASES: { path: string; tag: string }[] = [
   { path: "/keys", tag: "keys" },
   { path: "/customers/:customer/keys", tag: "customer keys" },
@@ -35,26 +33,7 @@ export function spellings(path: string): string[] {
   return path.startsWith("/customers/") ? [...keys, ...keys.map((p) => p.replace(/^\/customers\//, "/tenants/"))] : keys;
 }
 
-/**
- * Load and authorize: the scope a request works in, its path's target, once the caller is known to
- * reach the path's gate. Anything else, an unknown entity in the path included, is 401. (Every handler
- * here reads: authenticate and validate (route.ts), load and authorize (this), act (a service, which
- * sees only keys inside the scope), respond.)
- */
-async function authorizedScope(ctx: Context, req: Request): Promise<Scope> {
-  const caller = req.principal!.scope;
-  if (!("customer" in req.params || "domain" in req.params || "application" in req.params || "subscriber" in req.params)) {
-    return caller;
-  }
-  const resolved = await resolvePathScope(ctx, req.params as ScopeRefs, caller);
-  // The level rules every platform path follows (domain/access.ts); a key path never ends at an application.
-  if (!resolved || !mayReach(caller, resolved, req.method, false)) throw unauthorized("This key may not manage keys here.");
-  return resolved.target;
-}
-
-const keyRef = (req: Request) => String(req.params.keyId);
-
-/** The five operations of one base, declared on its canonical spelling. */
+/** The operations of one base, declared on its canonical spelling. */
 function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
   const one = `${base}/:keyId`;
   const noun = nounOf(base);
@@ -75,7 +54,7 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
       ok: { status: 200, description: "The key", schema: keyObject },
       handle: async (req, res, { body }) => {
         const scope = await authorizedScope(ctx, req);
-        const { key } = await provisionKey(ctx, scope, body);
+        const { key } = await provisionKey(ctx, scope, body, keyAuthor(req));
         res.json(keyJson(key));
       },
     }),
@@ -91,11 +70,11 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
     }),
     route({
       method: "put", path: one, operationId: `update${noun}Key`, tag, auth: "key", body: updateBody, refusals: ["not_found", "conflict"],
-      summary: "Rename, enable or disable a key",
+      summary: "Rename, enable or disable a key, or set or remove its expiry",
       ok: { status: 200, description: "The updated key", schema: keyObject },
       handle: async (req, res, { body }) => {
         const scope = await authorizedScope(ctx, req);
-        const key = await updateKey(ctx, scope, keyRef(req), body);
+        const key = await updateKey(ctx, scope, keyRef(req), body, keyAuthor(req));
         res.json(keyJson(key));
       },
     }),
@@ -105,10 +84,11 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
       ok: { status: 204, description: "Deleted, or nothing to delete" },
       handle: async (req, res) => {
         const scope = await authorizedScope(ctx, req);
-        await deleteKey(ctx, scope, keyRef(req));
+        await deleteKey(ctx, scope, keyRef(req), keyAuthor(req));
         res.status(204).end();
       },
     }),
+    ...keyLifecycleRoutes(ctx, base, noun, tag),
   ];
 }
 
@@ -119,7 +99,9 @@ export function keysRoutes(ctx: Context): Route[] {
     ok: { status: 200, description: "The calling key", schema: keyObject },
     handle: (req, res) => void res.json(callerKeyJson(req.principal!)),
   });
-  const canonical = [self, ...BASES.flatMap(({ path, tag }) => keyRoutes(ctx, path, tag))];
+  // The literal self paths come before /keys/{keyId}/..., which would take "self" for a key-id.
+  const canonical = [self, rotateSelfRoute(ctx), ...BASES.flatMap(({ path, tag }) => keyRoutes(ctx, path, tag))];
   // Every spelling is served; the document describes the canonical one and refers the others to it.
-  return canonical.flatMap((r) => spellings(r.path).map((path) => (path === r.path ? r : { ...r, path, aliasOf: r.path })));
+  const spelled = canonical.flatMap((r) => spellings(r.path).map((path) => (path === r.path ? r : { ...r, path, aliasOf: r.path })));
+  return [...spelled, eventsRoute(ctx)];
 }

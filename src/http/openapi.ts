@@ -3,8 +3,8 @@ import { statusOf, type ErrorCode } from "../domain/errors.ts";
 import { API_EXAMPLES } from "./examples.ts";
 import type { Route } from "./route.ts";
 import {
-  applicationObject, customerObject, domainObject, errorObject, healthObject, keyObject, openApiObject, subscriberObject, userObject, userWithKeyObject,
-  verdictObject,
+  applicationObject, customerObject, domainObject, errorObject, eventObject, healthObject, keyObject, openApiObject, subscriberObject, userObject,
+  userWithKeyObject, verdictObject,
 } from "./schemas.ts";
 
 // /openapi.json: OpenAPI 3.1, generated from the same route declarations and zod schemas that serve
@@ -13,7 +13,7 @@ import {
 
 const COMPONENTS = {
   Key: keyObject, Customer: customerObject, Domain: domainObject, Application: applicationObject, Subscriber: subscriberObject,
-  User: userObject, UserWithKey: userWithKeyObject, Error: errorObject, Health: healthObject, OpenApiDocument: openApiObject,
+  User: userObject, UserWithKey: userWithKeyObject, KeyEvent: eventObject, Error: errorObject, Health: healthObject, OpenApiDocument: openApiObject,
   Verdict: verdictObject,
 } satisfies Record<Exclude<keyof typeof API_EXAMPLES, "requests">, z.ZodType>;
 
@@ -35,7 +35,7 @@ const ERROR_TEXT: Record<ErrorCode, string> = {
   unauthorized: "No valid, active key (or admin token), or a key whose scope does not reach the path.",
   not_found: "No such entity or key here.",
   method_not_allowed: "The path exists, but not with this method.",
-  conflict: "The name is taken.",
+  conflict: "The name is taken, or the key was already rotated.",
   request_timeout: "The request's headers took over 10 s, or its whole body over 30 s, to arrive.",
   payload_too_large: "The body is over 16 KiB.",
   unsupported_media_type: "The body is not JSON.",
@@ -57,7 +57,7 @@ const PARAMETERS: Record<string, string> = {
 const TAGS: Record<string, string> = {
   health: "Liveness, readiness and this document.",
   admin: "The platform's directory (customers, domains, voice applications, subscribers, users), with the admin token.",
-  keys: "The calling key's own scope, at /keys.",
+  keys: "The calling key's own scope, at /keys, and the events of the keys it may manage, at /events.",
   "customer keys": "Keys under /customers/{customer} (also spelled /tenants): for customer-level keys of that customer.",
   "domain keys": "Keys under /domains/{domain}: for keys of that domain or above.",
   "application keys": "Keys of one voice application, or above it.",

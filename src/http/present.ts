@@ -1,3 +1,4 @@
+import type { KeyEvent } from "../domain/key-event.ts";
 import type { Key, StoredKey } from "../domain/model.ts";
 import type { Level } from "../domain/scope.ts";
 import type { Principal } from "../services/authenticate.ts";
@@ -21,6 +22,9 @@ export function keyJson(key: Key): Record<string, unknown> {
     modifiedAt: key.modifiedAt,
     deletedAt: key.deletedAt,
     activeAt: key.activeAt,
+    expiresAt: key.expiresAt,
+    lastUsedAt: key.lastUsedAt,
+    replacedBy: key.replacedBy,
     tenant: key.tenant,
     "tenant-id": key.tenantId,
   };
@@ -42,4 +46,9 @@ export function verifiedKeyJson(key: StoredKey, level: Level): Record<string, un
   const { sealed: _sealed, hash: _hash, ...shown } = key;
   const { keyId: _keyId, ...body } = keyJson({ ...shown, keyId: "" });
   return { ...body, level };
+}
+
+/** An event as the API shows it (docs/api.md, "Events"): the contract's field order; no token, ever. */
+export function eventJson(e: KeyEvent): Record<string, unknown> {
+  return { id: e.id, at: e.at, action: e.action, key: e.key, actor: e.actor, changes: e.changes, requestId: e.requestId };
 }

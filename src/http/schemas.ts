@@ -1,19 +1,43 @@
 import { z } from "zod";
+import { EXPIRES_IN_SECONDS, GRACE_PERIOD_SECONDS } from "../domain/expiry.ts";
+import { KEY_ACTIONS } from "../domain/key-event.ts";
 import { keyNameSchema } from "../domain/key-name.ts";
 import { KEY_TYPES } from "../domain/model.ts";
 
 // Request schemas: they validate requests and, through /openapi.json, describe them.
 // Unknown fields are ignored; wrong types and out-of-range values are 400.
 
+/** An RFC 3339 time with its offset ("Z" or "+02:00"); whether it lies in the future, the service checks against its clock. */
+const rfc3339 = z.iso
+  .datetime({ offset: true, error: "must be an RFC 3339 time with an offset, such as 2026-12-31T23:59:59Z" })
+  .transform((text) => new Date(text));
+
+/** expiresAt or expiresIn, not both: when a new key expires (docs/api.md, "Lifecycle"). */
+const expiry = {
+  expiresAt: rfc3339.optional().describe("When the new key expires: a future RFC 3339 time. Not with expiresIn."),
+  expiresIn: z.number().int().min(EXPIRES_IN_SECONDS.min).max(EXPIRES_IN_SECONDS.max).optional()
+    .describe(`Seconds from now until the new key expires (${EXPIRES_IN_SECONDS.min} to ${EXPIRES_IN_SECONDS.max}). Not with expiresAt.`),
+};
+const notBoth = (b: { expiresAt?: unknown; expiresIn?: unknown }) => b.expiresAt === undefined || b.expiresIn === undefined;
+const NOT_BOTH = { error: "give expiresAt or expiresIn, not both", path: ["expiresIn"] };
+
 export const provisionBody = z.object({
   name: keyNameSchema.describe("Name of the key; unique among the live keys of its scope."),
   active: z.boolean().optional().describe("Whether the key may be used; default true."),
-});
+  ...expiry,
+}).refine(notBoth, NOT_BOTH);
 
 export const updateBody = z.object({
   name: keyNameSchema.optional(),
   active: z.boolean().optional(),
+  expiresAt: rfc3339.nullable().optional().describe("A future RFC 3339 time; null removes the expiry."),
 });
+
+export const rotateBody = z.object({
+  gracePeriodSeconds: z.number().int().min(GRACE_PERIOD_SECONDS.min).max(GRACE_PERIOD_SECONDS.max).optional()
+    .describe(`How long the old key keeps working, in seconds (${GRACE_PERIOD_SECONDS.min} to ${GRACE_PERIOD_SECONDS.max}); default 0: it stops at once.`),
+  ...expiry,
+}).refine(notBoth, NOT_BOTH);
 
 const flag = z.enum(["true", "false"]).transform((v) => v === "true");
 
@@ -23,6 +47,20 @@ export const listQuery = z.object({
   active: flag.optional(),
   type: z.enum(KEY_TYPES).optional(),
   name: keyNameSchema.optional(),
+});
+
+const action = z.enum(KEY_ACTIONS).optional().describe("Only events of this action.");
+
+export const keyEventsQuery = z.object({ action });
+
+/** A query parameter that is a whole number written in digits, nothing else ("0x10", "1e3" and " 7" are 400). */
+const digits = (min: number, max: number) =>
+  z.preprocess((v) => (typeof v === "string" && /^[0-9]+$/.test(v) ? Number(v) : v), z.number().int().min(min).max(max));
+
+export const eventsQuery = z.object({
+  limit: digits(1, 1000).default(100).describe("Page size (default 100); a Link rel=next header follows while more remain."),
+  before: digits(1, Number.MAX_SAFE_INTEGER).optional().describe("Only events with an id below this one."),
+  action,
 });
 
 // A name of a customer or application: 1-64 of A-Za-z0-9._-, not digits only (an id), not `self`.
@@ -77,6 +115,9 @@ export const keyObject = z.object({
   modifiedAt: timestamp,
   deletedAt: timestamp.nullable(),
   activeAt: timestamp.nullable(),
+  expiresAt: timestamp.nullable().describe("From this time on the key is refused, and gone from lists; null for never."),
+  lastUsedAt: timestamp.nullable().describe("The last successful authentication, to within a minute; null if never used."),
+  replacedBy: id.nullable().describe("The id of the key that replaced this one in a rotation."),
   tenant: customerObject,
   "tenant-id": id,
   domain: domainObject.optional(),
@@ -87,6 +128,25 @@ export const keyObject = z.object({
   "subscriber-id": id.optional(),
   user: userObject.optional(),
   "user-id": id.optional(),
+}).strict();
+
+const actorObject = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("key"), id, name: z.string() }).strict(),
+  z.object({ type: z.literal("admin") }).strict(),
+  z.object({ type: z.literal("operator"), apiKey: z.string().describe("namespace/name of the ApiKey resource") }).strict(),
+  z.object({ type: z.literal("runtime") }).strict(),
+  z.object({ type: z.literal("system") }).strict(),
+]);
+export const eventObject = z.object({
+  id,
+  at: timestamp,
+  action: z.enum(KEY_ACTIONS),
+  key: z.object({
+    id, name: z.string(), type: z.enum(KEY_TYPES), tenantId: id, domainId: id.nullable(), applicationId: id.nullable(), subscriberId: id.nullable(),
+  }).strict(),
+  actor: actorObject,
+  changes: z.record(z.string(), z.tuple([z.unknown(), z.unknown()])).describe("Each changed field: [before, after]."),
+  requestId: z.string().nullable(),
 }).strict();
 
 export const userWithKeyObject = userObject.extend({ key: keyObject });

@@ -65,11 +65,11 @@ async function perform(deps: ApplyDeps, apiKey: ApiKey, action: Action): Promise
       await deps.store.claim(action.id, owner);
       return;
     case "renameKey":
-      return deps.store.update(action, { name: action.name });
+      return deps.store.update(action, { name: action.name }, owner);
     case "setKeyActive":
-      return deps.store.update(action, { active: action.active });
+      return deps.store.update(action, { active: action.active }, owner);
     case "deleteKey":
-      return deps.store.delete(action);
+      return deps.store.delete(action, owner);
     case "releaseKey":
       return deps.store.release(action.id, owner);
     case "createSecret":

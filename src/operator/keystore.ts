@@ -1,5 +1,6 @@
 // The operator's port onto the key service: what gather reads and apply changes in the key store,
 // through the same use cases as the REST API (idempotent provisioning, cache invalidation).
+import { operator } from "../domain/key-event.ts";
 import type { KeyType } from "../domain/model.ts";
 import { scopeOf, type Scope, type ScopeRefs } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
@@ -33,8 +34,9 @@ export interface KeyStore {
   provision(scope: Scope, name: string, active: boolean, owner: string): Promise<void>;
   /** Claims a key that nobody manages; false when another ApiKey got there first. */
   claim(id: number, owner: string): Promise<boolean>;
-  update(key: Pick<KeyView, "id" | "scope">, change: { name?: string; active?: boolean }): Promise<void>;
-  delete(key: Pick<KeyView, "id" | "scope">): Promise<void>;
+  /** Changes a key; `owner` ("namespace/name" of the ApiKey) is the change's actor in the key's events. */
+  update(key: Pick<KeyView, "id" | "scope">, change: { name?: string; active?: boolean }, owner: string): Promise<void>;
+  delete(key: Pick<KeyView, "id" | "scope">, owner: string): Promise<void>;
   /** Gives up `owner`'s claim on a key, which then stays in keyplane like one made through REST. */
   release(id: number, owner: string): Promise<void>;
 }
@@ -54,13 +56,13 @@ export function keyStoreFor(ctx: Context): KeyStore {
       return (await listManagedKeys(ctx, owner)).map(view);
     },
     async provision(scope, name, active, owner) {
-      await provisionKey(ctx, scope, { name, active, managedBy: owner });
+      await provisionKey(ctx, scope, { name, active, managedBy: owner }, operator(owner));
     },
     claim: (id, owner) => claimKey(ctx, id, owner),
-    async update(key, change) {
-      await updateKey(ctx, key.scope, String(key.id), change);
+    async update(key, change, owner) {
+      await updateKey(ctx, key.scope, String(key.id), change, operator(owner));
     },
-    delete: (key) => deleteKey(ctx, key.scope, String(key.id)),
+    delete: (key, owner) => deleteKey(ctx, key.scope, String(key.id), operator(owner)),
     async release(id, owner) {
       await releaseKey(ctx, id, owner);
     },

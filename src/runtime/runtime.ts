@@ -1,4 +1,5 @@
 import { AppError } from "../domain/errors.ts";
+import { RUNTIME } from "../domain/key-event.ts";
 import type { Key, Application } from "../domain/model.ts";
 import { applicationScope } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
@@ -19,7 +20,7 @@ export const INVOKE_TIMEOUT_MS = 10_000;
 
 export async function runtimeKey(ctx: Context, app: Application): Promise<Key> {
   const scope = applicationScope(app.tenantId, app.domainId, app.id);
-  return (await provisionKey(ctx, scope, { name: RUNTIME_KEY_NAME })).key;
+  return (await provisionKey(ctx, scope, { name: RUNTIME_KEY_NAME }, RUNTIME)).key;
 }
 
 export interface Answer {

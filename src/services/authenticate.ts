@@ -1,4 +1,5 @@
 import { UNAUTHORIZED, unauthorized } from "../domain/errors.ts";
+import { keyState } from "../domain/key-state.ts";
 import type { StoredKey } from "../domain/model.ts";
 import { scopeOf, type Scope } from "../domain/scope.ts";
 import { isTokenFormat, tokenHash } from "../domain/token.ts";
@@ -31,7 +32,11 @@ export async function verify(ctx: Context, header: string | undefined): Promise<
   if (token === undefined) return { refused: MISSING_TOKEN };
   if (!isTokenFormat(token)) return { refused: UNAUTHORIZED };
   const key = await ctx.keyCache.lookup(tokenHash(token));
-  if (!key?.active) return { refused: UNAUTHORIZED };
+  if (!key) return { refused: UNAUTHORIZED };
+  // The cached key carries its expiresAt: it stops at that instant on every process, notified or not.
+  const now = ctx.clock();
+  if (keyState(key, now) !== "active") return { refused: UNAUTHORIZED };
+  ctx.lastUse.record(key, now);
   return { key, token, scope: scopeOf(key) };
 }
 

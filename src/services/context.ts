@@ -3,12 +3,15 @@ import type { Sealer } from "../domain/seal.ts";
 import type { Database } from "../store/database.ts";
 import type { Migration } from "../store/migrate.ts";
 import type { KeyCache } from "./key-cache.ts";
+import type { LastUse } from "./last-use.ts";
 
 /** What every use case runs with: injected, so tests control the clock and the store. */
 export interface Context {
   db: Database;
   sealer: Sealer;
   keyCache: KeyCache;
+  /** When keys were last used, kept in memory and written in batches. */
+  lastUse: LastUse;
   clock: () => Date;
   log: Logger;
   /** The migrations this release knows: all applied means the database is ready. */

@@ -2,13 +2,14 @@ import { conflict, notFound, UniqueViolation } from "../domain/errors.ts";
 import { parseNamed } from "../domain/identifier.ts";
 import type { Application, Customer, Domain, Subscriber, User } from "../domain/model.ts";
 import {
-  applicationInsert, customerInsert, domainInsert, entityDelete, entityFind, entityList, subscriberInsert, TABLES,
-  userInsert, type ApplicationInput,
+  applicationInsert, customerInsert, domainInsert, entityDelete, entityFind, entityList, keyColumnOf, subscriberInsert,
+  TABLES, userInsert, type ApplicationInput,
 } from "../store/directory.ts";
-import { keyInsertUnlessExists } from "../store/keys.ts";
+import { keyInsertUnlessExists, keyRecordExpiries } from "../store/keys.ts";
+import { changesBetween, type Author } from "../domain/key-event.ts";
 import { domainScope, customerScope } from "../domain/scope.ts";
 import type { Context } from "./context.ts";
-import { mintToken, unseal } from "./keys.ts";
+import { mintToken, withToken } from "./keys.ts";
 import type { Key } from "../domain/model.ts";
 
 // Use cases of the admin API's directory. Entities are named by id, uuid or name within their parent
@@ -81,28 +82,40 @@ export const listSubscribers = (ctx: Context, domain: Domain) => entityList(ctx.
 export const listUsers = (ctx: Context, customer: Customer) => entityList(ctx.db, TABLES.users, customer.id);
 
 /** Creates a user and, with it, the user's key: type user, named by the email, at the user's scope. */
-export async function createUser(ctx: Context, customer: Customer, email: string, domain: Domain | null): Promise<{ user: User; key: Key }> {
+export async function createUser(ctx: Context, customer: Customer, email: string, domain: Domain | null, by: Author): Promise<{ user: User; key: Key }> {
   const now = ctx.clock();
   return unique(`A user ${email}`, () =>
     ctx.db.transaction(async (tx) => {
       const user = await userInsert(tx, customer.id, domain?.id ?? null, email, now);
       const scope = domain ? domainScope(customer.id, domain.id) : customerScope(customer.id);
+      const { token, ...minted } = mintToken(ctx);
       const stored = await keyInsertUnlessExists(
         tx,
-        { ...mintToken(ctx), name: email, active: true, type: "user", scope, userId: user.id, managedBy: null },
+        { ...minted, name: email, active: true, type: "user", scope, userId: user.id, managedBy: null, expiresAt: null },
+        by,
+        changesBetween(undefined, { name: email, active: true, expiresAt: null, replacedBy: null }),
         now,
       );
       if (!stored) throw new Error("the user's key was not created");
-      return { user, key: unseal(ctx, stored) };
+      return { user, key: withToken(stored, token) };
     }),
   );
 }
 
 export type EntityTableName = keyof typeof TABLES;
 
-/** Deletes an entity with everything below it; its keys stop working at once, on every process. */
-export async function deleteEntity(ctx: Context, table: EntityTableName, id: number): Promise<void> {
-  await entityDelete(ctx.db, TABLES[table] as Parameters<typeof entityDelete>[1], id, ctx.clock());
+/**
+ * Deletes an entity with everything below it; its keys stop working at once, on every process. Each
+ * key it takes that was live gets its `deleted` event; one whose expiry had passed unrecorded gets
+ * its `expired` event first, in the same transaction.
+ */
+export async function deleteEntity(ctx: Context, table: EntityTableName, id: number, by: Author): Promise<void> {
+  const t = TABLES[table] as Parameters<typeof entityDelete>[1];
+  const now = ctx.clock();
+  await ctx.db.transaction(async (tx) => {
+    await keyRecordExpiries(tx, { sql: `k.${keyColumnOf(t)} = $3`, params: [id] }, now);
+    await entityDelete(tx, t, id, by, now);
+  });
   // Many keys may have gone: drop every cached verification here; other processes hear the
   // per-key notifications.
   ctx.keyCache.clear();

@@ -161,4 +161,21 @@ describe("KeyCache", () => {
       expect(store.queries).toBe(5);
     });
   });
+  it("shows a lastUsedAt just written without asking again, and keeps the entry as fresh as it was", async () => {
+    const store = fakeStore();
+    store.live.add(hash(5).toString("hex"));
+    let now = 1_000;
+    const v = new KeyCache(store, { ttlMs: 30, staleMs: 100, now: () => now });
+    expect((await v.lookup(hash(5)))?.lastUsedAt).toBeNull();
+    const at = new Date("2026-11-23T10:00:00Z");
+    v.noteLastUse(hash(5).toString("hex"), at);
+    v.noteLastUse(hash(5).toString("hex"), new Date("2026-11-23T09:00:00Z")); // never back
+    v.noteLastUse(hash(6).toString("hex"), at); // not cached: nothing to do
+    expect((await v.lookup(hash(5)))?.lastUsedAt).toEqual(at);
+    expect(store.queries).toBe(1);
+    now += 31;
+    store.down = true;
+    expect((await v.lookup(hash(5)))?.lastUsedAt).toEqual(at); // from the stale window, as before
+    expect(v.stats().size).toBe(1);
+  });
 });

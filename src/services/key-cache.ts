@@ -96,6 +96,17 @@ export class KeyCache {
     this.#cache.delete(hashHex);
   }
 
+  /**
+   * This process has just written a key's lastUsedAt: its cached copy shows it too. Only that field
+   * moves; the entry stays as fresh (and as usable in the stale window) as it was.
+   */
+  noteLastUse(hashHex: string, lastUsedAt: Date): void {
+    const entry = this.#cache.peek(hashHex);
+    if (entry === undefined || entry.value === UNKNOWN) return;
+    if (entry.value.lastUsedAt !== null && entry.value.lastUsedAt >= lastUsedAt) return;
+    this.#cache.set(hashHex, { ...entry, value: { ...entry.value, lastUsedAt } }, { noUpdateTTL: true });
+  }
+
   /** Drops every entry: after a change that touches many keys. */
   clear(): void {
     this.#epoch++;

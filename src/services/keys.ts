@@ -1,123 +1,182 @@
 import { conflict, notFound, UniqueViolation } from "../domain/errors.ts";
+import { expiryOf, requireFuture } from "../domain/expiry.ts";
 import { parseId } from "../domain/identifier.ts";
+import { changesBetween, type Author } from "../domain/key-event.ts";
+import { isExpired } from "../domain/key-state.ts";
 import { keyTypeFor, type Key, type StoredKey } from "../domain/model.ts";
-import { mayManage, type Scope } from "../domain/scope.ts";
+import { mayManage, scopeOf, type Scope } from "../domain/scope.ts";
 import { isTokenFormat, newToken, tokenHash } from "../domain/token.ts";
-import type { Queryable } from "../store/database.ts";
 import {
-  keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyInsertUnlessExists, keyListByScope, keyUpdate,
-  type KeyFilter, type KeyPatch, type KeyInsert,
+  holderOf, keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyInsertUnlessExists, keyListByScope, keyLockById,
+  keyRecordExpiries, keyUpdate, type KeyFilter, type KeyInsert, type KeyUpdate,
 } from "../store/keys.ts";
 import type { Context } from "./context.ts";
 
 // Use cases of keys. `target` is always the scope the caller is working in (already authorized):
-// a key outside it is treated exactly like a key that does not exist.
+// a key outside it is treated exactly like a key that does not exist, and so is an expired one.
+// `by` is who makes a change: every change is recorded as an event, in the same transaction.
 
 export function unseal(ctx: Context, stored: StoredKey): Key {
-  const { sealed, hash, ...rest } = stored;
-  return { ...rest, keyId: ctx.sealer.open(sealed, hash) };
+  return withToken(stored, ctx.sealer.open(stored.sealed, stored.hash));
+}
+
+/**
+ * A stored key as handed out, its token given: one just minted need not be opened again. Field by
+ * field, not by spreading: a long list makes one per key.
+ */
+export function withToken(s: StoredKey, keyId: string): Key {
+  return {
+    id: s.id, keyId, name: s.name, active: s.active, type: s.type, tenantId: s.tenantId, domainId: s.domainId,
+    applicationId: s.applicationId, subscriberId: s.subscriberId, userId: s.userId, managedBy: s.managedBy,
+    createdAt: s.createdAt, modifiedAt: s.modifiedAt, deletedAt: s.deletedAt, activeAt: s.activeAt, expiresAt: s.expiresAt,
+    lastUsedAt: s.lastUsedAt, replacedBy: s.replacedBy, tenant: s.tenant, domain: s.domain, application: s.application,
+    subscriber: s.subscriber, user: s.user,
+  };
 }
 
 /** A fresh token with its look-up hash and sealed copy. */
-export function mintToken(ctx: Context): Pick<KeyInsert, "hash" | "sealed"> {
+export function mintToken(ctx: Context): Pick<KeyInsert, "hash" | "sealed"> & { token: string } {
   const token = newToken();
   const hash = tokenHash(token);
-  return { hash, sealed: ctx.sealer.seal(token, hash) };
+  return { token, hash, sealed: ctx.sealer.seal(token, hash) };
 }
 
-export interface ProvisionRequest {
+/** When a new key expires: `expiresAt` or `expiresIn` from now, which must lie in the future; null for never. */
+export interface ExpiryRequest {
+  expiresAt?: Date | undefined;
+  expiresIn?: number | undefined;
+}
+
+export interface ProvisionRequest extends ExpiryRequest {
   name: string;
-  active?: boolean;
+  active?: boolean | undefined;
   managedBy?: string | null;
 }
 
 /**
  * Returns the live key of this scope and name, creating it if there is none. The unique index on a
  * live key's identity makes this exact under concurrency, across processes too: of racing inserts one
- * wins, and the others read the winner's key.
+ * wins, and the others read the winner's key. An expired key whose expiry nothing has recorded yet
+ * still holds its place in that index: its expiry is recorded (which frees the name), and the insert
+ * tried again.
  */
-export async function provisionKey(ctx: Context, scope: Scope, req: ProvisionRequest): Promise<{ key: Key; created: boolean }> {
+export async function provisionKey(ctx: Context, scope: Scope, req: ProvisionRequest, by: Author): Promise<{ key: Key; created: boolean }> {
+  const now = ctx.clock();
+  const expiresAt = expiryOf(req, now);
+  requireFuture(expiresAt, now);
+  const active = req.active ?? true;
+  const changes = changesBetween(undefined, { name: req.name, active, expiresAt, replacedBy: null });
   for (let attempt = 0; attempt < 3; attempt++) {
-    const inserted = await keyInsertUnlessExists(
-      ctx.db,
-      {
-        ...mintToken(ctx),
-        name: req.name,
-        active: req.active ?? true,
-        type: keyTypeFor(scope),
-        scope,
-        userId: null,
-        managedBy: req.managedBy ?? null,
-      },
-      ctx.clock(),
-    );
-    const stored = inserted ?? (await keyFindByIdentity(ctx.db, scope, req.name));
-    // Absent only if the existing key was deleted between the two statements: try again.
-    if (stored) return { key: unseal(ctx, stored), created: inserted !== undefined };
+    const { token, ...minted } = mintToken(ctx);
+    const insert = { ...minted, name: req.name, active, type: keyTypeFor(scope), scope, userId: null, managedBy: req.managedBy ?? null, expiresAt };
+    const inserted = await keyInsertUnlessExists(ctx.db, insert, by, changes, now);
+    if (inserted) return { key: withToken(inserted, token), created: true };
+    const holder = await keyFindByIdentity(ctx.db, scope, req.name, now);
+    if (holder) return { key: unseal(ctx, holder), created: false };
+    // No live key holds the name, so an expired one does, or the holder went between the two statements.
+    await keyRecordExpiries(ctx.db, holderOf(scope, req.name), now);
   }
   throw new Error("provisioning did not settle after 3 attempts");
 }
 
 /** A live key inside `target`, named by keyId or numeric id; undefined when there is none. */
-export async function findKey(q: Queryable, target: Scope, ref: string): Promise<StoredKey | undefined> {
+export async function findKey(ctx: Context, target: Scope, ref: string): Promise<StoredKey | undefined> {
+  const now = ctx.clock();
   const id = parseId(ref);
   const stored =
-    isTokenFormat(ref) ? await keyFindByHash(q, tokenHash(ref))
-    : id !== undefined ? await keyFindById(q, id)
+    isTokenFormat(ref) ? await keyFindByHash(ctx.db, tokenHash(ref))
+    : id !== undefined ? await keyFindById(ctx.db, id, now)
     : undefined;
-  return stored && mayManage(target, stored) ? stored : undefined;
+  return stored && !isExpired(stored.expiresAt, now) && mayManage(target, stored) ? stored : undefined;
 }
 
-const keyNotFound = () => notFound("No such key.");
+export const keyNotFound = () => notFound("No such key.");
 
 export async function getKey(ctx: Context, target: Scope, ref: string): Promise<Key> {
-  const stored = await findKey(ctx.db, target, ref);
+  const stored = await findKey(ctx, target, ref);
   if (!stored) throw keyNotFound();
   return unseal(ctx, stored);
 }
 
-export async function updateKey(ctx: Context, target: Scope, ref: string, patch: KeyPatch): Promise<Key> {
-  const stored = await findKey(ctx.db, target, ref);
-  if (!stored) throw keyNotFound();
+/** A change to a key through PUT (or the operator): each field left out stays as it is; expiresAt null removes the expiry. */
+export interface KeyPatch {
+  name?: string | undefined;
+  active?: boolean | undefined;
+  expiresAt?: Date | null | undefined;
+}
+
+/** The key's fields once `patch` is applied: activeAt moves when the key goes from inactive to active. */
+function patched(before: StoredKey, patch: KeyPatch, now: Date): KeyUpdate {
+  const active = patch.active ?? before.active;
+  return {
+    name: patch.name ?? before.name,
+    active,
+    activeAt: active && !before.active ? now : before.activeAt,
+    expiresAt: patch.expiresAt === undefined ? before.expiresAt : patch.expiresAt,
+  };
+}
+
+export async function updateKey(ctx: Context, target: Scope, ref: string, patch: KeyPatch, by: Author): Promise<Key> {
+  const now = ctx.clock();
+  if (patch.expiresAt) requireFuture(patch.expiresAt, now);
+  const found = await findKey(ctx, target, ref);
+  if (!found) throw keyNotFound();
   try {
-    if (!(await keyUpdate(ctx.db, stored.id, patch, ctx.clock()))) throw keyNotFound();
+    await ctx.db.transaction(async (tx) => {
+      const before = await keyLockById(tx, found.id, now);
+      if (!before) throw keyNotFound();
+      const after = patched(before, patch, now);
+      const changes = changesBetween(before, { ...after, replacedBy: before.replacedBy });
+      if (Object.keys(changes).length === 0) return;
+      // A name still held by an expired key is free: record that expiry first, or the index refuses the name.
+      if (changes.name) await keyRecordExpiries(tx, holderOf(scopeOf(before), after.name), now);
+      await keyUpdate(tx, before.id, after, by, changes, now);
+    });
   } catch (error) {
     if (error instanceof UniqueViolation) throw conflict(`A key named "${patch.name}" already exists in this scope.`);
     throw error;
   }
-  ctx.keyCache.invalidate(stored.hash.toString("hex"));
-  return getKey(ctx, target, String(stored.id));
+  ctx.keyCache.invalidate(found.hash.toString("hex"));
+  return getKey(ctx, target, String(found.id));
 }
 
 /** Deletes a key inside `target`; nothing happens for a key that is not there (DELETE is 204 either way). */
-export async function deleteKey(ctx: Context, target: Scope, ref: string): Promise<void> {
-  const stored = await findKey(ctx.db, target, ref);
+export async function deleteKey(ctx: Context, target: Scope, ref: string, by: Author): Promise<void> {
+  const stored = await findKey(ctx, target, ref);
   if (!stored) return;
-  await keyDelete(ctx.db, stored.id, ctx.clock());
+  await keyDelete(ctx.db, stored.id, by, ctx.clock());
   ctx.keyCache.invalidate(stored.hash.toString("hex"));
 }
 
 export interface ListRequest {
   filter: KeyFilter;
-  after?: number;
-  limit?: number;
+  after?: number | undefined;
+  limit?: number | undefined;
 }
 
 const PAGE_SIZE = 500;
 
 /**
  * The live keys inside `scope`, ordered by id, read from the database in keyset pages of PAGE_SIZE so
- * that a list of any length streams in bounded memory.
+ * that a list of any length streams in bounded memory. The next page is asked for as soon as a page
+ * arrives, so the database reads it while this one is written out.
  */
 export async function* listKeys(ctx: Context, scope: Scope, req: ListRequest): AsyncGenerator<Key> {
-  let after = req.after ?? 0;
+  const now = ctx.clock();
   let remaining = req.limit ?? Infinity;
-  while (remaining > 0) {
+  const read = (after: number) => {
     const size = Math.min(PAGE_SIZE, remaining);
-    const page = await keyListByScope(ctx.db, scope, req.filter, after, size);
-    for (const stored of page) yield unseal(ctx, stored);
-    if (page.length < size) return;
-    remaining -= page.length;
-    after = page[page.length - 1]!.id;
+    const page = keyListByScope(ctx.db, scope, req.filter, after, size, now).then((keys) => ({ keys, full: keys.length === size }));
+    page.catch(() => undefined); // awaited below; never an unhandled rejection if the reader stops first
+    return page;
+  };
+  let next = read(req.after ?? 0);
+  for (;;) {
+    const { keys, full } = await next;
+    remaining -= keys.length;
+    const more = full && remaining > 0;
+    if (more) next = read(keys[keys.length - 1]!.id);
+    for (const stored of keys) yield unseal(ctx, stored);
+    if (!more) return;
   }
 }

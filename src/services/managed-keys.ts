@@ -7,10 +7,10 @@ import type { Context } from "./context.ts";
 // that manages it (docs/adr/0005).
 
 /** The live key of this scope and name, whoever manages it. */
-export const findKeyByName = (ctx: Context, scope: Scope, name: string): Promise<StoredKey | undefined> => keyFindByIdentity(ctx.db, scope, name);
+export const findKeyByName = (ctx: Context, scope: Scope, name: string): Promise<StoredKey | undefined> => keyFindByIdentity(ctx.db, scope, name, ctx.clock());
 
 /** The live keys that `owner` manages. */
-export const listManagedKeys = (ctx: Context, owner: string): Promise<StoredKey[]> => keyListByManagedBy(ctx.db, owner);
+export const listManagedKeys = (ctx: Context, owner: string): Promise<StoredKey[]> => keyListByManagedBy(ctx.db, owner, ctx.clock());
 
 /** Claims a key that nobody manages; false when another owner got there first. */
 export const claimKey = (ctx: Context, id: number, owner: string): Promise<boolean> => keyClaimManagedBy(ctx.db, id, owner);

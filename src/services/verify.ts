@@ -1,4 +1,5 @@
 import { mayReach } from "../domain/access.ts";
+import { keyState } from "../domain/key-state.ts";
 import type { StoredKey } from "../domain/model.ts";
 import { normalizePath, platformTarget } from "../domain/platform-path.ts";
 import { levelOf, scopeOf, type Level } from "../domain/scope.ts";
@@ -26,7 +27,12 @@ export async function verifyRequest(ctx: Context, req: VerifyRequest): Promise<V
   if (req.token === undefined || !isTokenFormat(req.token)) return { code: "MALFORMED" };
   const key = await ctx.keyCache.lookup(tokenHash(req.token));
   if (!key) return { code: "UNKNOWN" };
-  if (!key.active) return { code: "DISABLED" };
+  const now = ctx.clock();
+  const state = keyState(key, now);
+  if (state === "expired") return { code: "EXPIRED" };
+  if (state === "disabled") return { code: "DISABLED" };
+  // A usable key has authenticated, whatever the path's verdict: its last use moves (in batches).
+  ctx.lastUse.record(key, now);
   const caller = scopeOf(key);
   const level = levelOf(caller);
   if (req.path === undefined) return { code: "VALID", key, level };

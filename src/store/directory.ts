@@ -1,6 +1,8 @@
 import type { Identifier } from "../domain/identifier.ts";
 import type { Application, Customer, Domain, HttpMethod, Subscriber, User } from "../domain/model.ts";
+import type { Author } from "../domain/key-event.ts";
 import type { Queryable, Row } from "./database.ts";
+import { eventParams, recordEvents } from "./key-events.ts";
 import { applicationFrom, columns, customerFrom, domainFrom, type EntityKind, subscriberFrom, userFrom } from "./rows.ts";
 
 // Queries of the directory: customers > domains > applications, subscribers; users.
@@ -80,19 +82,35 @@ export async function entityList<T>(q: Queryable, t: EntityTable<T>, parentId: n
   return rows.map(t.from);
 }
 
-/** Soft-deletes a live entity and everything below it, keys included, in one statement. */
-export async function entityDelete<T>(q: Queryable, t: EntityTable<T>, id: number, now: Date): Promise<boolean> {
+/**
+ * Soft-deletes a live entity and everything below it, keys included, in one statement, recording a
+ * `deleted` event for each key that was live (not expired) until then. Expiries that are due should be
+ * recorded first (keyRecordExpiries, in the same transaction), so that no key ends without its event.
+ */
+export async function entityDelete<T>(q: Queryable, t: EntityTable<T>, id: number, author: Author, now: Date): Promise<boolean> {
   const cascade = t.below
-    .map(([table, column], i) => `, below${i} AS (UPDATE ${table} SET deleted_at = $2, modified_at = $2
-        WHERE ${column} IN (SELECT id FROM gone) AND deleted_at IS NULL)`)
+    .map(([table, column], i) => {
+      const update = `below${i} AS (UPDATE ${table} SET deleted_at = $2, modified_at = $2
+        WHERE ${column} IN (SELECT id FROM gone) AND deleted_at IS NULL${table === "api_keys" ? " RETURNING *" : ""})`;
+      if (table !== "api_keys") return `, ${update}`;
+      const liveUntilNow = `(SELECT * FROM below${i} WHERE expires_at IS NULL OR expires_at > $2)`;
+      return `, ${update}, below${i}_events AS (${recordEvents(liveUntilNow, "deleted", { at: "$2::timestamptz", actor: "$3", changes: "$4", requestId: "$5" })})`;
+    })
     .join("");
   const rows = await q.query(
     `WITH gone AS (UPDATE ${t.table} SET deleted_at = $2, modified_at = $2 WHERE id = $1 AND deleted_at IS NULL RETURNING id)
      ${cascade}
      SELECT count(*)::int AS n FROM gone`,
-    [id, now],
+    [id, now, ...eventParams(author, { deletedAt: [null, now.toISOString()] })],
   );
   return (rows[0]?.n as number) > 0;
+}
+
+/** The api_keys column that names an entity of this table: the keys it takes with it when deleted. */
+export function keyColumnOf<T>(t: EntityTable<T>): string {
+  const column = t.below.find(([table]) => table === "api_keys")?.[1];
+  if (!column) throw new Error(`${t.table} has no keys below it`);
+  return column;
 }
 
 async function insertOne<T>(q: Queryable, t: EntityTable<T>, values: Record<string, unknown>, now: Date): Promise<T> {

@@ -1,9 +1,27 @@
+import type { Author, Changes } from "../domain/key-event.ts";
 import type { KeyType, StoredKey } from "../domain/model.ts";
 import type { Scope } from "../domain/scope.ts";
 import type { Queryable } from "./database.ts";
-import { KEY_SELECT, keySelect, storedKeyFrom } from "./rows.ts";
+import { eventParams, recordEvents } from "./key-events.ts";
+import { KEY_SELECT, keySelect, storedKeyFrom, type EntityMemo } from "./rows.ts";
+import { insideScope } from "./scope-sql.ts";
 
-// Queries of the api_keys table. Every read is of live keys (deleted_at IS NULL) unless it says so.
+// Queries of the api_keys table. A key is live while it is neither deleted nor expired; `now` is the
+// service's clock, never the database's, so that a test's clock governs expiry everywhere. Every
+// statement that changes a key records its event in the same statement (key-events.ts).
+
+/** The condition of a live key of alias `k`, `now` being parameter `$n`. */
+const live = (n: number) => `k.deleted_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > $${n})`;
+
+/**
+ * The keys that may hold a name in a scope (users' keys aside), on api_keys_identity_live's columns,
+ * with the five parameters of `identityParams` from `$n` on.
+ */
+const identity = (n: number) => `k.user_id IS NULL AND k.replaced_by IS NULL AND k.tenant_id = $${n}
+  AND coalesce(k.domain_id, 0) = $${n + 1} AND coalesce(k.application_id, 0) = $${n + 2} AND coalesce(k.subscriber_id, 0) = $${n + 3}
+  AND k.name = $${n + 4}`;
+const identityParams = (scope: Scope, name: string) => [scope.tenantId, scope.domainId ?? 0, scope.applicationId ?? 0, scope.subscriberId ?? 0, name];
+
 export interface KeyInsert {
   hash: Buffer;
   sealed: Buffer;
@@ -13,56 +31,62 @@ export interface KeyInsert {
   scope: Scope;
   userId: number | null;
   managedBy: string | null;
+  expiresAt: Date | null;
 }
+
+// Statements on the hot paths are texts built once (the driver prepares each under a name it finds by
+// its text, and a new string would be hashed anew on every call).
+const INSERT_UNLESS_EXISTS = `
+  WITH inserted AS (
+    INSERT INTO api_keys (token_hash, token_sealed, name, active, type, tenant_id, domain_id, application_id,
+                          subscriber_id, user_id, managed_by, created_at, modified_at, active_at, expires_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, CASE WHEN $4 THEN $12::timestamptz END, $13)
+    ON CONFLICT DO NOTHING
+    RETURNING *),
+  created AS (${recordEvents("inserted", "created", { at: "$12::timestamptz", actor: "$14", changes: "$15", requestId: "$16" })})
+  ${keySelect("inserted")}`;
 
 /**
- * Inserts a key unless a live key of the same identity exists; the new key with its directory objects
- * (one round trip), or undefined.
+ * Inserts a key, with its `created` event, unless a key holds its name in api_keys_identity_live (or
+ * its user already has one); the new key with its directory objects (one round trip), or undefined.
  */
-export async function keyInsertUnlessExists(q: Queryable, k: KeyInsert, now: Date): Promise<StoredKey | undefined> {
-  const rows = await q.query(
-    `WITH inserted AS (
-       INSERT INTO api_keys (token_hash, token_sealed, name, active, type, tenant_id, domain_id, application_id,
-                             subscriber_id, user_id, managed_by, created_at, modified_at, active_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, CASE WHEN $4 THEN $12::timestamptz END)
-       ON CONFLICT DO NOTHING
-       RETURNING *)
-     ${keySelect("inserted")}`,
-    [k.hash, k.sealed, k.name, k.active, k.type, k.scope.tenantId, k.scope.domainId, k.scope.applicationId,
-      k.scope.subscriberId, k.userId, k.managedBy, now],
-  );
+export async function keyInsertUnlessExists(q: Queryable, k: KeyInsert, author: Author, changes: Changes, now: Date): Promise<StoredKey | undefined> {
+  const rows = await q.query(INSERT_UNLESS_EXISTS, [
+    k.hash, k.sealed, k.name, k.active, k.type, k.scope.tenantId, k.scope.domainId, k.scope.applicationId,
+    k.scope.subscriberId, k.userId, k.managedBy, now, k.expiresAt, ...eventParams(author, changes),
+  ]);
   return rows[0] ? storedKeyFrom(rows[0]) : undefined;
 }
 
-/** The WHERE condition selecting keys inside `scope`, with its parameters from `$first` on. */
-function insideScope(scope: Scope, first: number): { sql: string; params: unknown[] } {
-  const parts = ["k.tenant_id"];
-  const params: unknown[] = [scope.tenantId];
-  for (const [column, value] of [["k.domain_id", scope.domainId], ["k.application_id", scope.applicationId], ["k.subscriber_id", scope.subscriberId]] as const) {
-    if (value !== null) {
-      parts.push(column);
-      params.push(value);
-    }
-  }
-  return { sql: parts.map((c, i) => `${c} = $${first + i}`).join(" AND "), params };
-}
-
-export async function keyFindByIdentity(q: Queryable, scope: Scope, name: string): Promise<StoredKey | undefined> {
-  const rows = await q.query(
-    `${KEY_SELECT} WHERE k.deleted_at IS NULL AND k.user_id IS NULL AND k.name = $1 AND k.tenant_id = $2
-       AND coalesce(k.domain_id, 0) = $3 AND coalesce(k.application_id, 0) = $4 AND coalesce(k.subscriber_id, 0) = $5`,
-    [name, scope.tenantId, scope.domainId ?? 0, scope.applicationId ?? 0, scope.subscriberId ?? 0],
-  );
+const FIND_BY_IDENTITY = `${KEY_SELECT} WHERE ${identity(1)} AND ${live(6)}`;
+/** The live key that holds this name in this scope (not replaced by a rotation), if any. */
+export async function keyFindByIdentity(q: Queryable, scope: Scope, name: string, now: Date): Promise<StoredKey | undefined> {
+  const rows = await q.query(FIND_BY_IDENTITY, [...identityParams(scope, name), now]);
   return rows[0] ? storedKeyFrom(rows[0]) : undefined;
 }
 
-export async function keyFindById(q: Queryable, id: number): Promise<StoredKey | undefined> {
-  const rows = await q.query(`${KEY_SELECT} WHERE k.id = $1 AND k.deleted_at IS NULL`, [id]);
+const FIND_BY_ID = `${KEY_SELECT} WHERE k.id = $1 AND ${live(2)}`;
+export async function keyFindById(q: Queryable, id: number, now: Date): Promise<StoredKey | undefined> {
+  const rows = await q.query(FIND_BY_ID, [id, now]);
   return rows[0] ? storedKeyFrom(rows[0]) : undefined;
 }
 
+/** A key by id whatever became of it: deleted and expired keys keep their events. */
+export async function keyFindEverById(q: Queryable, id: number): Promise<StoredKey | undefined> {
+  const rows = await q.query(`${KEY_SELECT} WHERE k.id = $1`, [id]);
+  return rows[0] ? storedKeyFrom(rows[0]) : undefined;
+}
+
+const FIND_BY_HASH = `${KEY_SELECT} WHERE k.token_hash = $1 AND k.deleted_at IS NULL`;
+/** The undeleted key behind a token hash, expired or not: the caller judges its state (domain/key-state.ts). */
 export async function keyFindByHash(q: Queryable, hash: Buffer): Promise<StoredKey | undefined> {
-  const rows = await q.query(`${KEY_SELECT} WHERE k.token_hash = $1 AND k.deleted_at IS NULL`, [hash]);
+  const rows = await q.query(FIND_BY_HASH, [hash]);
+  return rows[0] ? storedKeyFrom(rows[0]) : undefined;
+}
+
+/** Locks a live key for the rest of the transaction: what a change reads its "before" from. */
+export async function keyLockById(tx: Queryable, id: number, now: Date): Promise<StoredKey | undefined> {
+  const rows = await tx.query(`${KEY_SELECT} WHERE k.id = $1 AND ${live(2)} FOR UPDATE OF k`, [id, now]);
   return rows[0] ? storedKeyFrom(rows[0]) : undefined;
 }
 
@@ -79,10 +103,11 @@ export async function keyListByScope(
   filter: KeyFilter,
   after: number,
   limit: number,
+  now: Date,
 ): Promise<StoredKey[]> {
-  const inside = insideScope(scope, 3);
-  const params: unknown[] = [after, limit, ...inside.params];
-  let sql = `${KEY_SELECT} WHERE k.deleted_at IS NULL AND k.id > $1 AND ${inside.sql}`;
+  const inside = insideScope(scope, 4, "k");
+  const params: unknown[] = [after, limit, now, ...inside.params];
+  let sql = `${KEY_SELECT} WHERE ${live(3)} AND k.id > $1 AND ${inside.sql}`;
   for (const [column, value] of [["k.active", filter.active], ["k.type", filter.type], ["k.name", filter.name]] as const) {
     if (value !== undefined) {
       params.push(value);
@@ -90,44 +115,127 @@ export async function keyListByScope(
     }
   }
   const rows = await q.query(`${sql} ORDER BY k.id LIMIT $2`, params);
-  return rows.map(storedKeyFrom);
+  const memo: EntityMemo = new Map();
+  return rows.map((row) => storedKeyFrom(row, memo));
 }
 
-export interface KeyPatch {
-  name?: string;
-  active?: boolean;
+/** A key's fields as an update leaves them (the service works them out from the locked key). */
+export interface KeyUpdate {
+  name: string;
+  active: boolean;
+  activeAt: Date | null;
+  expiresAt: Date | null;
 }
 
-/** Applies a patch to a live key; modifiedAt moves only when something changed. False if no such key. */
-export async function keyUpdate(q: Queryable, id: number, patch: KeyPatch, now: Date): Promise<boolean> {
-  const rows = await q.query(
-    `UPDATE api_keys SET
-       name = coalesce($2, name),
-       active = coalesce($3, active),
-       active_at = CASE WHEN $3 AND NOT active THEN $4 ELSE active_at END,
-       modified_at = CASE WHEN name IS DISTINCT FROM coalesce($2, name) OR active IS DISTINCT FROM coalesce($3, active)
-                          THEN $4 ELSE modified_at END
-     WHERE id = $1 AND deleted_at IS NULL
-     RETURNING id`,
-    [id, patch.name ?? null, patch.active ?? null, now],
+/** Writes an update to a key locked by keyLockById, with its `updated` event. */
+export async function keyUpdate(tx: Queryable, id: number, u: KeyUpdate, author: Author, changes: Changes, now: Date): Promise<void> {
+  await tx.query(
+    `WITH changed AS (
+       UPDATE api_keys SET name = $2, active = $3, active_at = $4, expires_at = $5, modified_at = $6 WHERE id = $1 RETURNING *),
+     recorded AS (${recordEvents("changed", "updated", { at: "$6::timestamptz", actor: "$7", changes: "$8", requestId: "$9" })})
+     SELECT count(*) FROM changed`,
+    [id, u.name, u.active, u.activeAt, u.expiresAt, now, ...eventParams(author, changes)],
   );
-  return rows.length > 0;
 }
 
-export async function keyDelete(q: Queryable, id: number, now: Date): Promise<boolean> {
+/** Soft-deletes a live key, with its `deleted` event; false when there was no such key. */
+export async function keyDelete(q: Queryable, id: number, author: Author, now: Date): Promise<boolean> {
   const rows = await q.query(
-    "UPDATE api_keys SET deleted_at = $2, modified_at = $2 WHERE id = $1 AND deleted_at IS NULL RETURNING id",
-    [id, now],
+    `WITH gone AS (
+       UPDATE api_keys k SET deleted_at = $2, modified_at = $2 WHERE k.id = $1 AND ${live(2)} RETURNING k.*),
+     recorded AS (${recordEvents("gone", "deleted", { at: "$2::timestamptz", actor: "$3", changes: "$4", requestId: "$5" })})
+     SELECT count(*)::int AS n FROM gone`,
+    [id, now, ...eventParams(author, { deletedAt: [null, now.toISOString()] })],
   );
-  return rows.length > 0;
+  return (rows[0]?.n as number) > 0;
+}
+
+/**
+ * Rotates a key locked by keyLockById: the successor (a new token; the same name, scope, type, user,
+ * manager and active) takes the name, and the old key gets `replaced_by` and `expiresAt`. One
+ * statement: the successor's id is drawn first, so the old key leaves the name before it is taken,
+ * and the foreign key is checked at the statement's end. Records `rotated` and `created`.
+ */
+export async function keyRotate(
+  tx: Queryable,
+  old: { id: number; expiresAt: Date },
+  successor: Pick<KeyInsert, "hash" | "sealed" | "expiresAt">,
+  author: Author,
+  changes: { rotated: Changes; created: Changes },
+  now: Date,
+): Promise<StoredKey> {
+  const [actor, rotatedChanges, requestId] = eventParams(author, changes.rotated);
+  const rows = await tx.query(
+    `WITH successor AS (SELECT nextval(pg_get_serial_sequence('api_keys', 'id'))::integer AS id),
+     old AS (
+       UPDATE api_keys k SET replaced_by = successor.id, expires_at = $2, modified_at = $3 FROM successor WHERE k.id = $1 RETURNING k.*),
+     inserted AS (
+       INSERT INTO api_keys (id, token_hash, token_sealed, name, active, type, tenant_id, domain_id, application_id, subscriber_id,
+                             user_id, managed_by, created_at, modified_at, active_at, expires_at)
+       OVERRIDING SYSTEM VALUE
+       SELECT old.replaced_by, $4, $5, old.name, old.active, old.type, old.tenant_id, old.domain_id, old.application_id,
+              old.subscriber_id, old.user_id, old.managed_by, $3, $3, CASE WHEN old.active THEN $3::timestamptz END, $6
+         FROM old
+       RETURNING *),
+     rotated AS (${recordEvents("old", "rotated", {
+       at: "$3::timestamptz", actor: "$7", changes: "$8::jsonb || jsonb_build_object('replacedBy', jsonb_build_array(null, s.replaced_by))", requestId: "$9",
+     })}),
+     created AS (${recordEvents("inserted", "created", { at: "$3::timestamptz", actor: "$7", changes: "$10", requestId: "$9" })})
+     ${keySelect("inserted")}`,
+    [old.id, old.expiresAt, now, successor.hash, successor.sealed, successor.expiresAt, actor, rotatedChanges, requestId, JSON.stringify(changes.created)],
+  );
+  return storedKeyFrom(rows[0]!);
+}
+
+/**
+ * Records the expiry of expired keys that match `where` (a condition on alias `k` with parameters
+ * from $3 on): sets expiry_recorded_at, which frees their names, and writes their `expired` events,
+ * dated at their expiry, actor system. `skipLocked` lets several sweepers share the work; without it,
+ * a key locked elsewhere is waited for. Returns how many were recorded.
+ */
+export async function keyRecordExpiries(
+  q: Queryable,
+  where: { sql: string; params: unknown[] },
+  now: Date,
+  { limit = 1000, skipLocked = false } = {},
+): Promise<number> {
+  const rows = await q.query(
+    `WITH due AS (
+       SELECT k.id FROM api_keys k
+        WHERE k.expires_at <= $1 AND k.expiry_recorded_at IS NULL AND k.deleted_at IS NULL AND ${where.sql}
+        ORDER BY k.expires_at LIMIT $2
+        FOR UPDATE${skipLocked ? " SKIP LOCKED" : ""}),
+     recorded_keys AS (
+       UPDATE api_keys k SET expiry_recorded_at = $1 FROM due WHERE k.id = due.id AND k.expiry_recorded_at IS NULL RETURNING k.*),
+     recorded AS (${recordEvents("recorded_keys", "expired", { at: "s.expires_at", actor: `'{"type":"system"}'`, changes: "'{}'", requestId: "NULL" })})
+     SELECT count(*)::int AS n FROM recorded_keys`,
+    [now, limit, ...where.params],
+  );
+  return rows[0]?.n as number;
+}
+
+/** keyRecordExpiries' condition for the key, if any, that holds a name in a scope. */
+export const holderOf = (scope: Scope, name: string) => ({ sql: identity(3), params: identityParams(scope, name) });
+
+/** Records when keys were last used: one statement for a batch; a time never moves back. */
+export async function keyRecordLastUse(q: Queryable, ids: number[], times: Date[]): Promise<void> {
+  await q.query(
+    `UPDATE api_keys k SET last_used_at = u.at
+       FROM unnest($1::integer[], $2::timestamptz[]) AS u(id, at)
+      WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
+    [ids, times],
+  );
 }
 
 // The operator's claims. managed_by names the ApiKey resource ("namespace/name") that manages a key.
 
-/** The live keys an ApiKey resource manages. */
-export async function keyListByManagedBy(q: Queryable, managedBy: string): Promise<StoredKey[]> {
-  const rows = await q.query(`${KEY_SELECT} WHERE k.managed_by = $1 AND k.deleted_at IS NULL ORDER BY k.id`, [managedBy]);
-  return rows.map(storedKeyFrom);
+/** The live keys an ApiKey resource manages that hold their names (a rotated-out key in its grace period does not). */
+export async function keyListByManagedBy(q: Queryable, managedBy: string, now: Date): Promise<StoredKey[]> {
+  const rows = await q.query(
+    `${KEY_SELECT} WHERE k.managed_by = $1 AND k.replaced_by IS NULL AND ${live(2)} ORDER BY k.id`,
+    [managedBy, now],
+  );
+  return rows.map((row) => storedKeyFrom(row));
 }
 
 /**

@@ -4,6 +4,7 @@ import { errorFields, StoreUnavailable } from "../domain/errors.ts";
 import type { Database, ListenState, Queryable, Row } from "./database.ts";
 import { translated } from "./errors.ts";
 import { logged } from "./sql-log.ts";
+import { typeParsers } from "./timestamp.ts";
 
 export interface PostgresOptions {
   connectionString: string;
@@ -28,6 +29,9 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
     query_timeout: timeoutMs,
     idleTimeoutMillis: 30_000,
     application_name: "keyplane",
+    // Times come back in UTC, in the form typeParsers reads fastest.
+    options: "-c TimeZone=UTC",
+    types: typeParsers,
   });
   // An idle client's connection dropping must not crash the process; the pool replaces it.
   pool.on("error", (error) => log.warn({ err: errorFields(error) }, "idle database connection lost"));
@@ -63,9 +67,19 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
     });
   };
 
+  // Every statement is prepared under a name, once per connection: PostgreSQL then plans it once, not
+  // on every call. Planning a key's query (six tables joined) cost more than running it: about 0.5 ms
+  // of the database's CPU per provisioned key (docs/adr/0007). The SQL texts are a fixed set (values
+  // travel as parameters), so the names are too.
+  const names = new Map<string, string>();
+  const named = (text: string) => {
+    let name = names.get(text);
+    if (name === undefined) names.set(text, (name = `keyplane_${names.size + 1}`));
+    return name;
+  };
   const on = (client: pg.Pool | pg.PoolClient): Queryable => ({
     query: <R extends Row>(text: string, params?: readonly unknown[]) =>
-      logged(log, text, async () => (await client.query<R>(text, params as unknown[] | undefined)).rows),
+      logged(log, text, async () => (await client.query<R>({ name: named(text), text, values: params as unknown[] | undefined })).rows),
     async exec(script) {
       await client.query(script);
     },

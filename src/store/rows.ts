@@ -69,7 +69,7 @@ export const userFrom = (row: Row, a = "u"): User => ({
 export const keySelect = (source = "api_keys") => `
   SELECT k.id, k.token_hash, k.token_sealed, k.name, k.active, k.type, k.tenant_id, k.domain_id,
          k.application_id, k.subscriber_id, k.user_id, k.managed_by, k.created_at, k.modified_at,
-         k.deleted_at, k.active_at,
+         k.deleted_at, k.active_at, k.expires_at, k.last_used_at, k.replaced_by,
          ${columns("customer", "c")}, ${columns("domain", "d")}, ${columns("application", "a")},
          ${columns("subscriber", "s")}, ${columns("user", "u")}
     FROM ${source} k
@@ -80,7 +80,23 @@ export const keySelect = (source = "api_keys") => `
     LEFT JOIN users u ON u.id = k.user_id`;
 export const KEY_SELECT = keySelect();
 
-export function storedKeyFrom(row: Row): StoredKey {
+/**
+ * The directory objects a result has read, by alias and id: rows of one list share them (and the
+ * list's writer serialises each once, src/http/key-text.ts). Kept only while unchanged.
+ */
+export type EntityMemo = Map<string, { modifiedAt: Date }>;
+
+function shared<T extends { modifiedAt: Date }>(memo: EntityMemo | undefined, row: Row, alias: string, read: () => T): T {
+  if (!memo) return read();
+  const id = `${alias}${row[`${alias}_id`] as number}`;
+  const seen = memo.get(id);
+  if (seen && seen.modifiedAt.getTime() === date(row, `${alias}_modified_at`).getTime()) return seen as T;
+  const value = read();
+  memo.set(id, value);
+  return value;
+}
+
+export function storedKeyFrom(row: Row, memo?: EntityMemo): StoredKey {
   return {
     id: num(row, "id"),
     hash: row.token_hash as Buffer,
@@ -98,10 +114,13 @@ export function storedKeyFrom(row: Row): StoredKey {
     modifiedAt: date(row, "modified_at"),
     deletedAt: (row.deleted_at ?? null) as Date | null,
     activeAt: (row.active_at ?? null) as Date | null,
-    tenant: customerFrom(row, "c"),
-    domain: row.d_id == null ? null : domainFrom(row, "d"),
-    application: row.a_id == null ? null : applicationFrom(row, "a"),
-    subscriber: row.s_id == null ? null : subscriberFrom(row, "s"),
-    user: row.u_id == null ? null : userFrom(row, "u"),
+    expiresAt: (row.expires_at ?? null) as Date | null,
+    lastUsedAt: (row.last_used_at ?? null) as Date | null,
+    replacedBy: numOrNull(row, "replaced_by"),
+    tenant: shared(memo, row, "c", () => customerFrom(row, "c")),
+    domain: row.d_id == null ? null : shared(memo, row, "d", () => domainFrom(row, "d")),
+    application: row.a_id == null ? null : shared(memo, row, "a", () => applicationFrom(row, "a")),
+    subscriber: row.s_id == null ? null : shared(memo, row, "s", () => subscriberFrom(row, "s")),
+    user: row.u_id == null ? null : shared(memo, row, "u", () => userFrom(row, "u")),
   };
 }

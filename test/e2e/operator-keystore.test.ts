@@ -85,9 +85,9 @@ describe.each(backends())("operator key store on %s", (backend) => {
   it("renames, (de)activates and deletes a key; a deleted key is managed no more", async () => {
     await store.provision(domain, "old-name", true, "team-a/changing");
     const key = (await store.findKey(domain, "old-name"))!;
-    await store.update(key, { name: "new-name", active: false });
+    await store.update(key, { name: "new-name", active: false }, "team-a/changing");
     expect(await store.findKey(domain, "new-name")).toMatchObject({ id: key.id, active: false, token: key.token });
-    await store.delete(key);
+    await store.delete(key, "team-a/changing");
     expect(await store.findKey(domain, "new-name")).toBeUndefined();
     expect(await store.listManaged("team-a/changing")).toEqual([]);
   });

@@ -409,6 +409,123 @@ describe("bodies", () => {
 
 // ---- credentials ----
 
+// ---- the key lifecycle: expiry, rotation, events (docs/api.md, "Lifecycle" and "Events") ----
+
+const HOUR = 3_600_000;
+/** docs/api.md, "Lifecycle": an RFC 3339 time has a date, a time and an offset (Z or ±hh:mm). */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+/** A time a request may carry: well-formed and in the future or the past, or text that is no RFC 3339 time, or no text. */
+const timeValue = fc.oneof(
+  fc.integer({ min: 1, max: 10 * 365 * 24 }).map((h) => new Date(Date.now() + h * HOUR).toISOString()),
+  fc.integer({ min: 1, max: 10 * 365 * 24 }).map((h) => new Date(Date.now() + h * HOUR).toISOString().replace(/\.\d+Z$/, "+05:30")),
+  fc.integer({ min: 0, max: 50 * 365 * 24 }).map((h) => new Date(Date.now() - h * HOUR).toISOString()),
+  fc.date({ noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10)),
+  fc.date({ noInvalidDate: true }).map((d) => d.toISOString().slice(0, 19)),
+  fc.string({ maxLength: 40 }).filter((t) => !RFC3339.test(t)),
+  fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.jsonValue()),
+);
+const numberValue = (min: number, max: number) =>
+  fc.oneof(fc.integer({ min, max }), fc.integer(), fc.double(), fc.constantFrom(min - 1, max + 1, String(min), "60s", null), fc.jsonValue());
+
+/** Why an expiresAt is refused, judged against the time the request was sent (well clear of it: an hour). */
+function timeProblem(v: unknown, sentAt: number): string | undefined {
+  if (typeof v !== "string" || !RFC3339.test(v) || Number.isNaN(Date.parse(v))) return "not an RFC 3339 time";
+  return Date.parse(v) <= sentAt ? "not in the future" : undefined;
+}
+const wholeIn = (v: unknown, min: number, max: number) => Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
+
+function expiryProblem(v: Record<string, unknown>, sentAt: number): string | undefined {
+  if (v.expiresAt !== undefined && timeProblem(v.expiresAt, sentAt)) return `expiresAt is ${timeProblem(v.expiresAt, sentAt)}`;
+  if (v.expiresIn !== undefined && !wholeIn(v.expiresIn, 60, 315_360_000)) return "expiresIn is out of range";
+  if (v.expiresAt !== undefined && v.expiresIn !== undefined) return "both expiresAt and expiresIn";
+  return undefined;
+}
+
+describe("lifecycle", () => {
+  const expiryFields = { expiresAt: timeValue, expiresIn: numberValue(60, 315_360_000) };
+  let n = 0;
+
+  it("POST with an expiry: a good one provisions (200), any other is 400", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.record(expiryFields, { requiredKeys: [] }), async (fields) => {
+        const body = { name: `expiring-${n++}`, ...fields };
+        const r: Send = { method: "POST", path: "/keys", token: acme.keys.customer, contentType: "application/json", body: JSON.stringify(body) };
+        const sentAt = Date.now();
+        const a = await send(r);
+        const problem = expiryProblem(body, sentAt);
+        const what = `${describeSend(r)} ${JSON.stringify(body)} (${problem ?? "good"})`;
+        if (problem) expectError(a, 400, what);
+        else expect(a.status, `${what}: ${a.text}`).toBe(200);
+      }),
+      RUNS,
+    );
+  });
+
+  it("PUT of expiresAt: a future time or null is 200, anything else 400", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(timeValue, fc.constant(null)), async (expiresAt) => {
+        const r: Send = { method: "PUT", path: `/keys/${target.id}`, token: acme.keys.customer, contentType: "application/json", body: JSON.stringify({ expiresAt }) };
+        const sentAt = Date.now();
+        const a = await send(r);
+        const problem = expiresAt === null ? undefined : timeProblem(expiresAt, sentAt);
+        const what = `${describeSend(r)} ${JSON.stringify(expiresAt)} (${problem ?? "good"})`;
+        if (problem) expectError(a, 400, what);
+        else expect(a.status, `${what}: ${a.text}`).toBe(200);
+      }),
+      RUNS,
+    );
+  });
+
+  it("POST .../rotate: a good body rotates (200), any other is 400; the key may be one already rotated (409)", async () => {
+    const rotateBody = fc.record({ gracePeriodSeconds: numberValue(0, 2_592_000), ...expiryFields }, { requiredKeys: [] });
+    /** The last key rotated, and when its grace period ends: until then it is 409 to rotate again, from then on gone (404). */
+    let rotated: { id: number; graceEnd: number } | undefined;
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(rotateBody, fc.jsonValue()), fc.boolean(), async (body, again) => {
+        const made = await send({ method: "POST", path: "/keys", token: acme.keys.customer, contentType: "application/json", body: JSON.stringify({ name: `rotor-${n++}` }) });
+        const id = again && rotated !== undefined ? rotated.id : (JSON.parse(made.text) as { id: number }).id;
+        const r: Send = { method: "POST", path: `/keys/${id}/rotate`, token: acme.keys.customer, contentType: "application/json", body: JSON.stringify(body) };
+        const sentAt = Date.now();
+        const a = await send(r);
+        const problem = !isObject(body) ? "not an object"
+          : body.gracePeriodSeconds !== undefined && !wholeIn(body.gracePeriodSeconds, 0, 2_592_000) ? "gracePeriodSeconds is out of range"
+          : expiryProblem(body, sentAt);
+        const what = `${describeSend(r)} ${JSON.stringify(body)?.slice(0, 200)} (${problem ?? "good"})`;
+        if (problem) expectError(a, 400, what);
+        else if (id !== rotated?.id) expect(a.status, `${what}: ${a.text}`).toBe(200);
+        else if (rotated.graceEnd + 1000 <= sentAt) expect(a.status, `${what}: ${a.text}`).toBe(404);
+        else if (rotated.graceEnd > Date.now() + 1000) expect(a.status, `${what}: ${a.text}`).toBe(409);
+        else expect([404, 409], `${what}: ${a.text}`).toContain(a.status); // its grace ended about now
+        expectWellFormed(a, what);
+        if (a.status === 200 && isObject(body)) rotated = { id, graceEnd: sentAt + ((body.gracePeriodSeconds as number | undefined) ?? 0) * 1000 };
+      }),
+      RUNS,
+    );
+  });
+
+  it("event lists: limit, before and action are checked (400), never a server error", async () => {
+    const param = fc.oneof(fc.nat().map(String), fc.string({ maxLength: 25 }), fc.constantFrom("0", "-1", "1.5", "1e3", "0x10", " 7", "9007199254740992", "created", "renamed"));
+    const query = fc.record({ limit: param, before: param, action: param }, { requiredKeys: [] });
+    const digitsIn = (v: string, min: number, max: number) => /^[0-9]+$/.test(v) && Number(v) >= min && Number(v) <= max;
+    await fc.assert(
+      fc.asyncProperty(query, fc.constantFrom("/events", "/admin/events", "/keys/self/events"), async (q, path) => {
+        const token = path.startsWith("/admin") ? svc.adminToken : acme.keys.customer;
+        const r: Send = { method: "GET", path: `${path === "/keys/self/events" ? `/keys/${target.id}/events` : path}?${new URLSearchParams(q)}`, token };
+        const a = await send(r);
+        const perKey = path === "/keys/self/events"; // one key's events take only action
+        const problem =
+          (!perKey && q.limit !== undefined && !digitsIn(q.limit, 1, 1000)) ||
+          (!perKey && q.before !== undefined && !digitsIn(q.before, 1, Number.MAX_SAFE_INTEGER)) ||
+          (q.action !== undefined && !["created", "updated", "rotated", "deleted", "expired"].includes(q.action));
+        const what = `${describeSend(r)} (${problem ? "bad" : "good"})`;
+        if (problem) expectError(a, 400, what);
+        else expect(a.status, `${what}: ${a.text}`).toBe(200);
+      }),
+      RUNS,
+    );
+  });
+});
+
 describe("credentials", () => {
   const keyRequests = fc.constantFrom(
     { method: "GET", path: "/keys" },

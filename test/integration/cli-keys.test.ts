@@ -91,6 +91,25 @@ describe("keyplane keys", () => {
     failsWith(await keyplane(["get", String(created.id)]), /^keyplane: .*\(404 not_found\)$/);
   });
 
+  it("creates an expiring key, rotates it with a grace period, removes the new key's expiry, and reads the events", async () => {
+    const created = await json(["create", "lifecycle", "--expires-in", "3600"]);
+    expect(created.expiresAt).toBe(new Date(Date.parse(created.createdAt) + 3_600_000).toISOString());
+    const rotated = await keyplane(["rotate", String(created.id), "--grace", "600", "--expires-in", "7200"]);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const fresh = (await svc.as(acme.keys.customer).get("/keys?name=lifecycle")).body.find((k: { id: number }) => k.id !== created.id);
+    expect(rotated.stdout).toContain(fresh.keyId); // the new token, shown that once
+    expect(await json(["update", String(fresh.id), "--expires-at", "never"])).toMatchObject({ id: fresh.id, expiresAt: null });
+    const table = await keyplane(["events", String(created.id)]);
+    expect(table.code).toBe(0);
+    const [header, ...rows] = table.stdout.trim().split("\n");
+    expect(header).toMatch(/^ID\s+AT\s+ACTION\s+KEY\s+ACTOR\s+CHANGES$/);
+    expect(rows.map((r) => r.split(/\s{2,}/)[2])).toEqual(["created", "rotated"]);
+    expect(rows[1]).toContain(`replacedBy: null -> ${fresh.id}`);
+    const recent = await json(["events", "--action", "updated", "--limit", "1"]);
+    expect(recent).toEqual([expect.objectContaining({ action: "updated", key: expect.objectContaining({ id: fresh.id }) })]);
+    failsWith(await keyplane(["rotate", String(created.id)]), /already rotated.*\(409 conflict\)$/);
+  });
+
   it("fails with one line and a non-zero exit for a bad token, an unreachable server, a 4xx and bad arguments", async () => {
     failsWith(await keyplane(["list"], { KEYPLANE_TOKEN: "XI" + "0".repeat(32) }), /\(401 unauthorized\)$/);
     failsWith(await keyplane(["list"], { KEYPLANE_TOKEN: undefined }), /KEYPLANE_TOKEN is not set/);

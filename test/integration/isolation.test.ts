@@ -144,7 +144,7 @@ const SELF_PATHS: PathCase[] = [
 ];
 
 const PATHS: PathCase[] = [...SELF_PATHS, ...tenantPaths("A"), ...tenantPaths("B")];
-const METHODS = ["GET list", "POST", "GET one", "PUT", "DELETE"] as const;
+const METHODS = ["GET list", "POST", "GET one", "PUT", "DELETE", "ROTATE", "GET events"] as const;
 type Method = (typeof METHODS)[number];
 
 interface Case {
@@ -381,6 +381,26 @@ describe.each(backends())("isolation matrix on %s", (backend) => {
         expectUnauthorized(await call("GET", "/keys/self", victim.body.keyId), "a deleted key as a credential");
         return;
       }
+      case "ROTATE": {
+        // Whoever holds the name "rotor" here is rotated; its successor takes the name, and the old key stops.
+        const rotor = await call<KeyBody>("POST", base, token, { name: "rotor" });
+        expect(rotor.status, rotor.text).toBe(200);
+        const rotated = await call<KeyBody>("POST", `${base}/${rotor.body.id}/rotate`, token);
+        expect(rotated.status, rotated.text).toBe(200);
+        expect(rotated.body).toMatchObject({ ...idsOf(target), name: "rotor", type: rotor.body.type });
+        expect(rotated.body.id).not.toBe(rotor.body.id);
+        expectUnauthorized(await call("GET", "/keys/self", rotor.body.keyId), "a key rotated with no grace period");
+        expect((await call("POST", `${base}/${rotor.body.keyId}/rotate`, token)).status).toBe(404);
+        return;
+      }
+      case "GET events": {
+        const probe = probes.get(where)!;
+        const events = await call<{ key: { id: number }; action: string }[]>("GET", `${base}/${probe.id}/events`, token);
+        expect(events.status, events.text).toBe(200);
+        expect(events.body[0]).toMatchObject({ action: "created", key: { id: probe.id, ...idsOf(target) } });
+        expect(events.body.every((e) => e.key.id === probe.id)).toBe(true);
+        return;
+      }
     }
   }
 
@@ -400,6 +420,11 @@ describe.each(backends())("isolation matrix on %s", (backend) => {
       case "DELETE":
         expectUnauthorized(await call("DELETE", `${base}/${aim.keyId}`, token), what);
         break;
+      case "ROTATE":
+        expectUnauthorized(await call("POST", `${base}/${aim.id}/rotate`, token), what);
+        break;
+      case "GET events":
+        return expectUnauthorized(await call("GET", `${base}/${aim.id}/events`, token), what);
     }
     // Another customer's key, at once; the caller's own customer's keys in the sweep at the end.
     if (aim.tenant !== c.tenant) await expectUntouched(aim.keyId);
@@ -423,7 +448,7 @@ describe.each(backends())("isolation matrix on %s", (backend) => {
   for (const c of CASES) if (c.allowed && c.method === "GET list") narrowest.set(`${c.path.label} ${showPlace(c.scope!.target)}`, c);
   const reachable = [...narrowest.values()];
   it.each(reachable.map((c) => [`${c.tenant}.${c.caller}`, c.path.label, c] as const))(
-    "%s on %s: keys outside the path's scope are 404 to GET and PUT, and DELETE leaves them",
+    "%s on %s: keys outside the path's scope are 404 to GET, PUT, rotation and events, and DELETE leaves them",
     async (_who, _path, c) => {
       const token = tokenOf(c.tenant, c.caller);
       const base = c.path.url(world);
@@ -439,10 +464,34 @@ describe.each(backends())("isolation matrix on %s", (backend) => {
         expect({ status: got.status, body: got.body }, what).toEqual({ status: 404, body: missingGet.body });
         const put = await call("PUT", `${base}/${key.id}`, token, { name: "hijacked", active: false });
         expect({ status: put.status, body: put.body }, what).toEqual({ status: 404, body: missingGet.body });
+        const rotate = await call("POST", `${base}/${key.id}/rotate`, token);
+        expect({ status: rotate.status, body: rotate.body }, what).toEqual({ status: 404, body: missingGet.body });
+        const events = await call("GET", `${base}/${key.id}/events`, token);
+        expect({ status: events.status, body: events.body }, what).toEqual({ status: 404, body: missingGet.body });
         const del = await call("DELETE", `${base}/${key.keyId}`, token);
         expect(del.status, what).toBe(204);
         if (key.tenant !== c.tenant) await expectUntouched(key.keyId);
       }
+    },
+  );
+
+  it.each(CALLER_NAMES.flatMap((caller) => (["A", "B"] as const).map((t) => [`${t}.${caller}`, t, caller] as const)))(
+    "%s: GET /events gives the events of every key it may manage, and of no other",
+    async (_label, t, caller) => {
+      const place = CALLERS[caller](t);
+      const events: { id: number; action: string; key: KeyBody }[] = [];
+      for (let next: string | undefined = "/events?limit=500"; next; ) {
+        const page: Answer<typeof events> = await call<typeof events>("GET", next, tokenOf(t, caller));
+        expect(page.status, page.text).toBe(200);
+        events.push(...page.body);
+        next = page.headers.get("link")?.match(/^<([^>]+)>; rel="next"$/)?.[1];
+      }
+      const strays = events.filter((e) => !inside(e.key, place));
+      expect(strays.map((e) => `${e.action} ${e.key.name}#${e.key.id}`), `events of keys outside ${showPlace(place)}`).toEqual([]);
+      const created = new Set(events.filter((e) => e.action === "created").map((e) => e.key.id));
+      const expected = [...before.values(), ...probes.values()].filter((k) => inside(k, place)).map((k) => k.id);
+      expect(expected.length).toBeGreaterThan(0);
+      expect(expected.filter((id) => !created.has(id)), "keys inside whose created event is missing").toEqual([]);
     },
   );
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSealer } from "../../src/domain/seal.ts";
 import { createApp } from "../../src/http/app.ts";
 import { listen } from "../../src/http/server.ts";
+import { LastUse } from "../../src/services/last-use.ts";
 import { KeyCache } from "../../src/services/key-cache.ts";
 import { loadMigrations } from "../../src/store/migrate.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
@@ -67,7 +68,8 @@ describe("a PostgreSQL server that cannot be reached", () => {
     const logs: string[] = [];
     const log = captureLogger(logs);
     const db = openPostgres({ connectionString: "postgres://keyplane@127.0.0.1:1/keyplane", log });
-    const ctx = { db, sealer: createSealer(randomBytes(32)), keyCache: new KeyCache(db), clock: () => new Date(), log, migrations: await loadMigrations() };
+    const keyCache = new KeyCache(db);
+    const ctx = { db, sealer: createSealer(randomBytes(32)), keyCache, lastUse: new LastUse(db, keyCache, log), clock: () => new Date(), log, migrations: await loadMigrations() };
     const app = createApp(ctx, { adminToken: "a".repeat(32), runtime: { header: "X-SVC-APIKey", timeoutMs: 10_000 }, version: "test" });
     try {
       const started = Date.now();

@@ -8,9 +8,10 @@ import {
   applicationInsert, customerInsert, domainInsert, entityDelete, entityFind, entityList, subscriberInsert, TABLES, userInsert,
 } from "../../src/store/directory.ts";
 import {
-  keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyInsertUnlessExists, keyListByScope, keyUpdate,
+  keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyInsertUnlessExists as insertKey, keyListByScope, keyLockById, keyUpdate,
   type KeyInsert,
 } from "../../src/store/keys.ts";
+import { ADMIN } from "../../src/domain/key-event.ts";
 import { loadMigrations, migrate, migrationsApplied } from "../../src/store/migrate.ts";
 import { KEYS_CHANNEL, parseKeyChange } from "../../src/store/key-changes.ts";
 import type { Scope } from "../../src/domain/scope.ts";
@@ -28,9 +29,11 @@ function keyAt(scope: Scope, name: string, extra: Partial<KeyInsert> = {}): KeyI
   return {
     token, hash, sealed: sealer.seal(token, hash), name, active: true,
     type: scope.applicationId ? "application" : scope.subscriberId ? "subscriber" : "customer",
-    scope, userId: null, managedBy: null, ...extra,
+    scope, userId: null, managedBy: null, expiresAt: null, ...extra,
   };
 }
+
+const keyInsertUnlessExists = (db: Database, k: KeyInsert, at: Date) => insertKey(db, k, ADMIN, {}, at);
 
 describe.each(backends())("store on %s", (backend) => {
   let t: TestDatabase;
@@ -81,8 +84,8 @@ describe.each(backends())("store on %s", (backend) => {
     it("refuses a second live entity of the same name, and allows it once the first is deleted", async () => {
       const c = await customerInsert(db, "initech", now);
       await expect(customerInsert(db, "INITECH", now)).rejects.toBeInstanceOf(UniqueViolation);
-      expect(await entityDelete(db, TABLES.customers, c.id, later)).toBe(true);
-      expect(await entityDelete(db, TABLES.customers, c.id, later)).toBe(false);
+      expect(await entityDelete(db, TABLES.customers, c.id, ADMIN, later)).toBe(true);
+      expect(await entityDelete(db, TABLES.customers, c.id, ADMIN, later)).toBe(false);
       expect((await customerInsert(db, "initech", now)).id).not.toBe(c.id);
     });
 
@@ -113,11 +116,11 @@ describe.each(backends())("store on %s", (backend) => {
       const u = await userInsert(db, c.id, d.id, "x@umbrella.example", now);
       const k = keyAt({ tenantId: c.id, domainId: d.id, applicationId: null, subscriberId: s.id }, "s");
       const id = (await keyInsertUnlessExists(db, k, now))!.id;
-      expect(await entityDelete(db, TABLES.customers, c.id, later)).toBe(true);
+      expect(await entityDelete(db, TABLES.customers, c.id, ADMIN, later)).toBe(true);
       expect(await entityList(db, TABLES.domains, c.id)).toEqual([]);
       expect(await entityFind(db, TABLES.subscribers, { kind: "id", id: s.id }, null)).toBeUndefined();
       expect(await entityFind(db, TABLES.users, { kind: "id", id: u.id }, null)).toBeUndefined();
-      expect(await keyFindById(db, id)).toBeUndefined();
+      expect(await keyFindById(db, id, now)).toBeUndefined();
       expect(await keyFindByHash(db, k.hash)).toBeUndefined();
     });
   });
@@ -135,7 +138,7 @@ describe.each(backends())("store on %s", (backend) => {
       const id = (await keyInsertUnlessExists(db, first, now))?.id;
       expect(id).toBeTypeOf("number");
       expect(await keyInsertUnlessExists(db, keyAt(domain, "billing"), now)).toBeUndefined();
-      const found = await keyFindByIdentity(db, domain, "billing");
+      const found = await keyFindByIdentity(db, domain, "billing", now);
       expect(found?.id).toBe(id);
       expect(sealer.open(found!.sealed, found!.hash)).toBe(first.token);
       // The same name at another scope is another key.
@@ -154,36 +157,62 @@ describe.each(backends())("store on %s", (backend) => {
       expect(stored.hash.equals(k.hash)).toBe(true);
     });
 
+    it("refuse a scope that does not exist or does not nest", async () => {
+      const elsewhere = await domainInsert(db, other.tenantId, "elsewhere.example", now);
+      for (const scope of [
+        { ...tenant, tenantId: 999_999 },
+        { ...tenant, domainId: elsewhere.id }, // another customer's domain
+        { ...domain, applicationId: 999_999 },
+        { ...domain, domainId: elsewhere.id, applicationId: app.applicationId }, // an application of another domain
+        { ...domain, subscriberId: 999_999 },
+      ]) {
+        const type = scope.applicationId ? "application" : scope.subscriberId ? "subscriber" : "customer";
+        await expect(keyInsertUnlessExists(db, keyAt(scope, "nowhere", { type }), now), JSON.stringify(scope)).rejects.toThrow(/no scope/);
+      }
+    });
+
+    it.runIf(backend === "postgres")("insert without locking their customer: a transaction holding its row does not hold them up", async () => {
+      await db.transaction(async (tx) => {
+        await tx.query("SELECT 1 FROM customers WHERE id = $1 FOR UPDATE", [tenant.tenantId]);
+        // Another connection, while the row is locked: a foreign key's FOR KEY SHARE would wait here.
+        expect(await keyInsertUnlessExists(db, keyAt(tenant, "unlocked"), now)).toBeDefined();
+      });
+    });
+
+    it("are never removed, nor the directory rows they lie in: rows are deleted softly", async () => {
+      for (const table of ["api_keys", "customers", "domains", "applications", "subscribers", "key_events"]) {
+        await expect(db.query(`DELETE FROM ${table} WHERE false`), table).rejects.toThrow(/never removed|append-only/);
+      }
+    });
+
     it("refuse a type that does not match the scope", async () => {
       await expect(keyInsertUnlessExists(db, keyAt(app, "wrong-type", { type: "customer" }), now)).rejects.toThrow();
     });
 
-    it("update name and active; modifiedAt moves only on a change; activeAt on re-activation", async () => {
+    it("update a locked key's fields as the service worked them out", async () => {
       const k = keyAt(tenant, "to-update");
       const id = (await keyInsertUnlessExists(db, k, now))!.id;
-      expect(await keyUpdate(db, id, {}, later)).toBe(true);
-      expect((await keyFindById(db, id))!.modifiedAt).toEqual(now);
-      await keyUpdate(db, id, { active: false }, later);
-      expect(await keyFindById(db, id)).toMatchObject({ active: false, modifiedAt: later, activeAt: now });
-      const again = new Date("2026-11-22T12:00:00.000Z");
-      await keyUpdate(db, id, { active: true, name: "updated" }, again);
-      expect(await keyFindById(db, id)).toMatchObject({ active: true, name: "updated", modifiedAt: again, activeAt: again });
+      await db.transaction(async (tx) => {
+        const locked = await keyLockById(tx, id, later);
+        expect(locked?.id).toBe(id);
+        await keyUpdate(tx, id, { name: "updated", active: false, activeAt: now, expiresAt: null }, ADMIN, { name: ["to-update", "updated"] }, later);
+      });
+      expect(await keyFindById(db, id, now)).toMatchObject({ active: false, name: "updated", modifiedAt: later, activeAt: now });
     });
 
     it("refuse a rename onto a live key's name in the same scope", async () => {
       await keyInsertUnlessExists(db, keyAt(tenant, "taken"), now);
       const id = (await keyInsertUnlessExists(db, keyAt(tenant, "free"), now))!.id;
-      await expect(keyUpdate(db, id, { name: "taken" }, later)).rejects.toBeInstanceOf(UniqueViolation);
+      await expect(keyUpdate(db, id, { name: "taken", active: true, activeAt: now, expiresAt: null }, ADMIN, {}, later)).rejects.toBeInstanceOf(UniqueViolation);
     });
 
     it("delete softly: gone from look-ups, and the name is free again", async () => {
       const k = keyAt(tenant, "to-delete");
       const id = (await keyInsertUnlessExists(db, k, now))!.id;
-      expect(await keyDelete(db, id, later)).toBe(true);
-      expect(await keyDelete(db, id, later)).toBe(false);
-      expect(await keyFindById(db, id)).toBeUndefined();
+      expect(await keyDelete(db, id, ADMIN, later)).toBe(true);
+      expect(await keyDelete(db, id, ADMIN, later)).toBe(false);
+      expect(await keyFindById(db, id, now)).toBeUndefined();
       expect(await keyFindByHash(db, k.hash)).toBeUndefined();
-      expect(await keyUpdate(db, id, { active: false }, later)).toBe(false);
       const rows = await db.query<{ deleted_at: Date }>("SELECT deleted_at FROM api_keys WHERE id = $1", [id]);
       expect(rows[0]?.deleted_at).toEqual(later);
       expect(await keyInsertUnlessExists(db, keyAt(tenant, "to-delete"), now)).toBeDefined();
@@ -194,15 +223,15 @@ describe.each(backends())("store on %s", (backend) => {
       const scope = { tenantId: s, domainId: null, applicationId: null, subscriberId: null };
       const ids: number[] = [];
       for (let i = 0; i < 7; i++) ids.push((await keyInsertUnlessExists(db, keyAt(scope, `k${i}`, { active: i % 2 === 0 }), now))!.id);
-      const page1 = await keyListByScope(db, scope, {}, 0, 3);
-      const page2 = await keyListByScope(db, scope, {}, page1[2]!.id, 3);
-      const page3 = await keyListByScope(db, scope, {}, page2[2]!.id, 3);
+      const page1 = await keyListByScope(db, scope, {}, 0, 3, now);
+      const page2 = await keyListByScope(db, scope, {}, page1[2]!.id, 3, now);
+      const page3 = await keyListByScope(db, scope, {}, page2[2]!.id, 3, now);
       expect([...page1, ...page2, ...page3].map((k) => k.id)).toEqual(ids);
-      expect((await keyListByScope(db, scope, { active: false }, 0, 100)).map((k) => k.name)).toEqual(["k1", "k3", "k5"]);
-      expect((await keyListByScope(db, scope, { name: "k4" }, 0, 100)).map((k) => k.id)).toEqual([ids[4]]);
-      expect(await keyListByScope(db, scope, { type: "application" }, 0, 100)).toEqual([]);
+      expect((await keyListByScope(db, scope, { active: false }, 0, 100, now)).map((k) => k.name)).toEqual(["k1", "k3", "k5"]);
+      expect((await keyListByScope(db, scope, { name: "k4" }, 0, 100, now)).map((k) => k.id)).toEqual([ids[4]]);
+      expect(await keyListByScope(db, scope, { type: "application" }, 0, 100, now)).toEqual([]);
       // Another customer's list does not show them.
-      expect((await keyListByScope(db, other, {}, 0, 100)).some((k) => ids.includes(k.id))).toBe(false);
+      expect((await keyListByScope(db, other, {}, 0, 100, now)).some((k) => ids.includes(k.id))).toBe(false);
     });
 
     it("announce a change to a key on the keys channel", async () => {
@@ -211,7 +240,7 @@ describe.each(backends())("store on %s", (backend) => {
       try {
         const k = keyAt(tenant, "announced");
         const id = (await keyInsertUnlessExists(db, k, now))!.id;
-        await keyUpdate(db, id, { active: false }, later);
+        await keyUpdate(db, id, { name: "announced", active: false, activeAt: now, expiresAt: null }, ADMIN, { active: [true, false] }, later);
         await expect.poll(() => heard.map(parseKeyChange).find((p) => p?.id === id)).toEqual({
           id, hash: k.hash.toString("hex"), managedBy: null,
         });

@@ -43,6 +43,21 @@ describe.each(backends())("POST /verify on %s", (backend) => {
     expect(res.body).toEqual({ valid: false, code: "DISABLED" });
   });
 
+  it("says EXPIRED from the key's expiry on, with no sweep needed", async () => {
+    let now = new Date();
+    const clocked = await startService(backend, { clock: () => now });
+    try {
+      const tenant = await createTenant(clocked, "initech");
+      const key = (await clocked.as(tenant.keys.customer).post("/keys", { name: "short-lived", expiresIn: 60 })).body as { keyId: string };
+      const verdict = async () => (await clocked.as("ignored").post("/verify").send({ key: key.keyId })).body;
+      expect(await verdict()).toMatchObject({ valid: true, code: "VALID" });
+      now = new Date(now.getTime() + 61_000);
+      expect(await verdict()).toEqual({ valid: false, code: "EXPIRED" });
+    } finally {
+      await clocked.stop();
+    }
+  });
+
   it("judges paths by the level rules: customer, domain, application and subscriber paths, and none", async () => {
     const k = acme.keys;
     const cases: [string, string, string, string][] = [

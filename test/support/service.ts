@@ -6,6 +6,7 @@ import { createLogger } from "../../src/logging.ts";
 import type { KeyCacheOptions } from "../../src/services/key-cache.ts";
 import { Conformance } from "./conformance.ts";
 import { openTestDatabase, type Backend, type TestDatabase } from "./databases.ts";
+import { openPostgres } from "../../src/store/postgres.ts";
 
 let conformance: { text: string; checker: Conformance } | undefined;
 
@@ -49,6 +50,10 @@ export interface TestServiceOptions {
   invokeTimeoutMs?: number;
   database?: TestDatabase;
   masterKey?: Buffer;
+  adminToken?: string;
+  /** The background jobs' intervals; tests that drive them by hand set these out of the way. */
+  lastUseFlushMs?: number;
+  expirySweepMs?: number;
 }
 
 export function captureLogger(logs: string[], secrets: string[] = []): Logger {
@@ -57,7 +62,7 @@ export function captureLogger(logs: string[], secrets: string[] = []): Logger {
 
 export async function startService(backend: Backend, options: TestServiceOptions = {}): Promise<TestService> {
   const logs: string[] = [];
-  const adminToken = "kpa_test_" + randomBytes(24).toString("hex");
+  const adminToken = options.adminToken ?? "kpa_test_" + randomBytes(24).toString("hex");
   const masterKey = options.masterKey ?? randomBytes(32);
   const log = captureLogger(logs, [adminToken]);
   const database = options.database ?? (await openTestDatabase(backend, log));
@@ -69,6 +74,8 @@ export async function startService(backend: Backend, options: TestServiceOptions
     log,
     clock: options.clock,
     keyCache: options.keyCache,
+    lastUseFlushMs: options.lastUseFlushMs,
+    expirySweepMs: options.expirySweepMs,
   });
   // Every answer this service gives is checked against its own /openapi.json (conformance.ts).
   const app = (await conformanceOf(keyplane.app)).wrap(keyplane.app);
@@ -88,4 +95,15 @@ export async function startService(backend: Backend, options: TestServiceOptions
       await database.drop();
     },
   };
+}
+
+/**
+ * Another keyplane on the same database, as a second replica would be: on PostgreSQL with a pool and
+ * a notification connection of its own; on PGlite (one connection per process) on the same one.
+ * Stopping it leaves the database to `svc`.
+ */
+export async function startPeer(svc: TestService, options: Omit<TestServiceOptions, "database" | "masterKey" | "adminToken"> = {}): Promise<TestService> {
+  const db = svc.database.url ? openPostgres({ connectionString: svc.database.url, log: svc.log }) : svc.database.db;
+  const database: TestDatabase = { db, url: svc.database.url, drop: async () => (svc.database.url ? db.close() : undefined) };
+  return startService(svc.backend, { ...options, database, masterKey: svc.masterKey, adminToken: svc.adminToken });
 }

@@ -1,0 +1,50 @@
+import { conflict } from "../domain/errors.ts";
+import { expiryOf, requireFuture } from "../domain/expiry.ts";
+import { changesBetween, type Author } from "../domain/key-event.ts";
+import type { Key } from "../domain/model.ts";
+import type { Scope } from "../domain/scope.ts";
+import { keyLockById, keyRotate } from "../store/keys.ts";
+import type { Context } from "./context.ts";
+import { findKey, keyNotFound, mintToken, withToken, type ExpiryRequest } from "./keys.ts";
+
+export interface RotateRequest extends ExpiryRequest {
+  /** How long the old key keeps working, in seconds (0: it stops at once). */
+  gracePeriodSeconds?: number | undefined;
+}
+
+/**
+ * Rotates a key inside `target` (docs/api.md, "Lifecycle"): a successor with a new token takes the
+ * key's name, scope, type and active, and the old key expires at the end of the grace period, all in
+ * one transaction. A rotation never lengthens the old key's life: an earlier expiry stays. The key is
+ * locked first, so of concurrent rotations, on any process, one makes the successor and the others
+ * find the key replaced: 409.
+ */
+export async function rotateKey(ctx: Context, target: Scope, ref: string, req: RotateRequest, by: Author): Promise<Key> {
+  const now = ctx.clock();
+  const successorExpiresAt = expiryOf(req, now);
+  requireFuture(successorExpiresAt, now);
+  const found = await findKey(ctx, target, ref);
+  if (!found) throw keyNotFound();
+  const { token, ...minted } = mintToken(ctx);
+  const successor = await ctx.db.transaction(async (tx) => {
+    const old = await keyLockById(tx, found.id, now);
+    if (!old) throw keyNotFound();
+    if (old.replacedBy !== null) throw conflict(`This key was already rotated: key ${old.replacedBy} replaced it.`);
+    const graceEnd = new Date(now.getTime() + (req.gracePeriodSeconds ?? 0) * 1000);
+    const expiresAt = old.expiresAt !== null && old.expiresAt < graceEnd ? old.expiresAt : graceEnd;
+    return keyRotate(
+      tx,
+      { id: old.id, expiresAt },
+      { ...minted, expiresAt: successorExpiresAt },
+      by,
+      {
+        rotated: changesBetween(old, { ...old, expiresAt }),
+        created: changesBetween(undefined, { name: old.name, active: old.active, expiresAt: successorExpiresAt, replacedBy: null }),
+      },
+      now,
+    );
+  });
+  // The old key now expires (at once, with no grace): this process must not serve it from its cache.
+  ctx.keyCache.invalidate(found.hash.toString("hex"));
+  return withToken(successor, token);
+}
