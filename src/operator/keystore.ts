@@ -3,7 +3,7 @@
 import type { KeyType } from "../domain/model.ts";
 import { scopeOf, type Scope, type ScopeRefs } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
-import { deleteKey, provisionKey, unseal, updateKey } from "../services/keys.ts";
+import { deleteKey, provisionKey, unseal, updateKey, type KeyPatch } from "../services/keys.ts";
 import { resolveNamedScope, type NamedScope } from "../services/named-scope.ts";
 import { claimKey, findKeyByName, listManagedKeys, releaseKey } from "../services/managed-keys.ts";
 
@@ -33,7 +33,7 @@ export interface KeyStore {
   provision(scope: Scope, name: string, active: boolean, owner: string): Promise<void>;
   /** Claims a key that nobody manages; false when another ApiKey got there first. */
   claim(id: number, owner: string): Promise<boolean>;
-  update(key: Pick<KeyView, "id" | "scope">, change: { name?: string; active?: boolean }): Promise<void>;
+  update(key: Pick<KeyView, "id" | "scope">, patch: KeyPatch): Promise<void>;
   delete(key: Pick<KeyView, "id" | "scope">): Promise<void>;
   /** Gives up `owner`'s claim on a key, which then stays in keyplane like one made through REST. */
   release(id: number, owner: string): Promise<void>;
@@ -57,8 +57,8 @@ export function keyStoreFor(ctx: Context): KeyStore {
       await provisionKey(ctx, scope, { name, active, managedBy: owner });
     },
     claim: (id, owner) => claimKey(ctx, id, owner),
-    async update(key, change) {
-      await updateKey(ctx, key.scope, String(key.id), change);
+    async update(key, patch) {
+      await updateKey(ctx, key.scope, String(key.id), patch);
     },
     delete: (key) => deleteKey(ctx, key.scope, String(key.id)),
     async release(id, owner) {

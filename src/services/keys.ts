@@ -10,6 +10,8 @@ import {
 } from "../store/keys.ts";
 import type { Context } from "./context.ts";
 
+export type { KeyPatch };
+
 // Use cases of keys. `target` is always the scope the caller is working in (already authorized):
 // a key outside it is treated exactly like a key that does not exist.
 
