@@ -1,3 +1,5 @@
+import { VERSION } from "../version.ts";
+
 // Examples for /openapi.json: one for each body the API takes or gives, consistent with one another
 // (the customer acme, its domain sip.acme.example, the voice application ivr, one subscriber).
 const at = "2026-11-23T10:00:00.000Z";
@@ -30,7 +32,7 @@ export const API_EXAMPLES = {
   UserWithKey: { ...user, key: { ...key, id: 18, keyId: "XI00112233445566778899AABBCCDDEEFF", name: "owner@acme.example", type: "user", domainId: null, userId: 7, domain: undefined, "domain-id": undefined, user, "user-id": 7 } },
   Error: { status: 404, error: "not_found", message: "No such key." },
   Health: { status: "ok" },
-  OpenApiDocument: { openapi: "3.1.0", info: { title: "keyplane", version: "0.1.0" }, paths: {} },
+  OpenApiDocument: { openapi: "3.1.0", info: { title: "keyplane", version: VERSION }, paths: {} },
   Verdict: { valid: true, code: "VALID", key: { ...withoutKeyId(key), level: "domain" } },
   /** Request bodies, by operationId; a key's provisioning and update bodies are the same everywhere. */
   requests: {} as Record<string, unknown>,
