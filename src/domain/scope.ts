@@ -18,7 +18,9 @@ export interface ScopeRefs {
   subscriber?: string | undefined;
 }
 
-export type Level = "customer" | "domain" | "application" | "subscriber";
+/** The four levels, outermost first: a scope's, and the entities a ScopeRefs names. */
+export const LEVELS = ["customer", "domain", "application", "subscriber"] as const;
+export type Level = (typeof LEVELS)[number];
 
 export function levelOf(scope: Scope): Level {
   if (scope.applicationId !== null) return "application";

@@ -1,3 +1,5 @@
+import { VERSION } from "../version.ts";
+
 // Examples for /openapi.json: one for each body the API takes or gives, consistent with one another
 // (the customer acme, its domain sip.acme.example, the voice application ivr, one subscriber).
 const at = "2026-11-23T10:00:00.000Z";
@@ -43,7 +45,7 @@ export const API_EXAMPLES = {
   },
   Error: { status: 404, error: "not_found", message: "No such key." },
   Health: { status: "ok" },
-  OpenApiDocument: { openapi: "3.1.0", info: { title: "keyplane", version: "0.1.0" }, paths: {} },
+  OpenApiDocument: { openapi: "3.1.0", info: { title: "keyplane", version: VERSION }, paths: {} },
   Verdict: { valid: true, code: "VALID", key: { ...withoutKeyId(key), level: "domain" } },
   /** Request bodies, by operationId; a key's provisioning and update bodies are the same everywhere. */
   requests: {} as Record<string, unknown>,

@@ -3,6 +3,8 @@ import { EXPIRES_IN_SECONDS, GRACE_PERIOD_SECONDS } from "../domain/expiry.ts";
 import { KEY_ACTIONS } from "../domain/key-event.ts";
 import { keyNameSchema } from "../domain/key-name.ts";
 import { KEY_TYPES } from "../domain/model.ts";
+import { LEVELS } from "../domain/scope.ts";
+import { VERDICT_CODES } from "../services/verify.ts";
 
 // Request schemas: they validate requests and, through /openapi.json, describe them.
 // Unknown fields are ignored; wrong types and out-of-range values are 400.
@@ -162,9 +164,8 @@ export const verifyBody = z.object({
   method: z.string().regex(/^[A-Za-z]{1,16}$/, "method must be an HTTP method").transform((m) => m.toUpperCase()).optional()
     .describe("The method used on the path; default GET."),
 });
-export const VERDICT_CODES = ["VALID", "MALFORMED", "UNKNOWN", "DISABLED", "EXPIRED", "FORBIDDEN"] as const;
 export const verdictObject = z.object({
   valid: z.boolean(),
   code: z.enum(VERDICT_CODES),
-  key: keyObject.omit({ keyId: true }).extend({ level: z.enum(["customer", "domain", "application", "subscriber"]) }).optional(),
+  key: keyObject.omit({ keyId: true }).extend({ level: z.enum(LEVELS) }).optional(),
 });

@@ -31,9 +31,10 @@ export interface InformerOptions<T extends KubeObject> {
   onChange: (type: ChangeType, object: T) => void;
   log: Logger;
   backoff: BackoffOptions;
-  pageSize?: number;
 }
 
+/** Objects asked for per list page. */
+const LIST_PAGE_SIZE = 500;
 /** A watch shorter than this that ends is treated like a failure, so a flapping stream cannot spin. */
 const MIN_HEALTHY_WATCH_MS = 1_000;
 /** Consecutive failed watches after which the informer relists rather than resume. */
@@ -137,7 +138,7 @@ export class Informer<T extends KubeObject> {
     let resourceVersion = "";
     let next: string | undefined;
     do {
-      const page = await this.#o.list({ limit: this.#o.pageSize ?? 500, _continue: next, labelSelector: this.#o.labelSelector });
+      const page = await this.#o.list({ limit: LIST_PAGE_SIZE, _continue: next, labelSelector: this.#o.labelSelector });
       items.push(...page.items);
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
       next = page.metadata?._continue || undefined;

@@ -4,7 +4,7 @@ import { operator } from "../domain/key-event.ts";
 import type { KeyType } from "../domain/model.ts";
 import { scopeOf, type Scope, type ScopeRefs } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
-import { deleteKey, provisionKey, unseal, updateKey } from "../services/keys.ts";
+import { deleteKey, provisionKey, unseal, updateKey, type KeyPatch } from "../services/keys.ts";
 import { resolveNamedScope, type NamedScope } from "../services/named-scope.ts";
 import { claimKey, findKeyByName, listManagedKeys, releaseKey } from "../services/managed-keys.ts";
 
@@ -35,7 +35,7 @@ export interface KeyStore {
   /** Claims a key that nobody manages; false when another ApiKey got there first. */
   claim(id: number, owner: string): Promise<boolean>;
   /** Changes a key; `owner` ("namespace/name" of the ApiKey) is the change's actor in the key's events. */
-  update(key: Pick<KeyView, "id" | "scope">, change: { name?: string; active?: boolean }, owner: string): Promise<void>;
+  update(key: Pick<KeyView, "id" | "scope">, patch: KeyPatch, owner: string): Promise<void>;
   delete(key: Pick<KeyView, "id" | "scope">, owner: string): Promise<void>;
   /** Gives up `owner`'s claim on a key, which then stays in keyplane like one made through REST. */
   release(id: number, owner: string): Promise<void>;
@@ -59,8 +59,8 @@ export function keyStoreFor(ctx: Context): KeyStore {
       await provisionKey(ctx, scope, { name, active, managedBy: owner }, operator(owner));
     },
     claim: (id, owner) => claimKey(ctx, id, owner),
-    async update(key, change, owner) {
-      await updateKey(ctx, key.scope, String(key.id), change, operator(owner));
+    async update(key, patch, owner) {
+      await updateKey(ctx, key.scope, String(key.id), patch, operator(owner));
     },
     delete: (key, owner) => deleteKey(ctx, key.scope, String(key.id), operator(owner)),
     async release(id, owner) {

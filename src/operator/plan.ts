@@ -2,7 +2,7 @@
 // input. Each step is a small named check in an ordered list; the first to reach a decision ends the
 // list, and the checks before it may have added actions.
 import type { V1Secret } from "@kubernetes/client-node";
-import { sameScope, type Scope } from "../domain/scope.ts";
+import { LEVELS, sameScope, type Level, type Scope } from "../domain/scope.ts";
 import { tokenHint } from "../domain/token.ts";
 import type { NamedScope } from "../services/named-scope.ts";
 import type { Action, EventSpec } from "./actions.ts";
@@ -244,9 +244,9 @@ function secretRef(f: Facts): string {
 }
 
 /** "customer acme, domain sip.acme.example": the spec's scope, up to (and without) `upTo` when given. */
-function scopeText(spec: EffectiveSpec, upTo?: string): string {
+function scopeText(spec: EffectiveSpec, upTo?: Level): string {
   const parts: string[] = [];
-  for (const field of ["customer", "domain", "application", "subscriber"] as const) {
+  for (const field of LEVELS) {
     if (field === upTo) break;
     const value = spec[field];
     if (value !== undefined) parts.push(`${field} ${value}`);

@@ -1,5 +1,6 @@
 // The workloads a rotation restarts, and when a restart has rolled out. Pure: the operator lists
-// Deployments, StatefulSets and DaemonSets, and these decide (docs/operator.md, "Rotation").
+// Deployments, StatefulSets and DaemonSets, and these decide. The operator does not rotate keys yet:
+// nothing but their tests calls these, and docs/operator.md gains its Rotation section with the wiring.
 import type { V1DaemonSet, V1Deployment, V1PodSpec, V1StatefulSet } from "@kubernetes/client-node";
 
 export type Workload =

@@ -1,12 +1,12 @@
 import { parseNamed } from "../domain/identifier.ts";
-import { applicationScope, customerScope, domainScope, subscriberScope, type Scope, type ScopeRefs } from "../domain/scope.ts";
+import { applicationScope, customerScope, domainScope, subscriberScope, type Level, type Scope, type ScopeRefs } from "../domain/scope.ts";
 import { entityFind, TABLES } from "../store/directory.ts";
 import type { Context } from "./context.ts";
 import { findSubscriber } from "./directory.ts";
 
 export type NamedScope =
   | { found: true; scope: Scope }
-  | { found: false; missing: "customer" | "domain" | "application" | "subscriber"; ref: string };
+  | { found: false; missing: Level; ref: string };
 
 /**
  * Resolves the entities of `refs`, each within the one above it (application and subscriber within the

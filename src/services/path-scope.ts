@@ -1,3 +1,4 @@
+import type { PathScopes } from "../domain/access.ts";
 import { parseWithSelf } from "../domain/identifier.ts";
 import { applicationScope, customerScope, domainScope, subscriberScope, type Scope, type ScopeRefs } from "../domain/scope.ts";
 import { entityFind, TABLES } from "../store/directory.ts";
@@ -13,7 +14,7 @@ import { findSubscriber } from "./directory.ts";
  * `self` is the caller's own entity; an application or subscriber named by name or msisdn on a path
  * without a domain is looked for within the caller's domain.
  */
-export async function resolvePathScope(ctx: Context, refs: ScopeRefs, caller: Scope): Promise<{ gate: Scope; target: Scope } | undefined> {
+export async function resolvePathScope(ctx: Context, refs: ScopeRefs, caller: Scope): Promise<PathScopes | undefined> {
   const scopes: Scope[] = [];
   const within = () => scopes[scopes.length - 1];
 

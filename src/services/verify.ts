@@ -9,11 +9,12 @@ import { resolvePathScope } from "./path-scope.ts";
 
 // Verification for the rest of the platform (docs/api.md, "Verification"): may this token do this
 // method on this path? One answer for POST /verify and /auth, by the level rules of domain/access.ts.
-export type VerdictCode = "VALID" | "MALFORMED" | "UNKNOWN" | "DISABLED" | "EXPIRED" | "FORBIDDEN";
+export const VERDICT_CODES = ["VALID", "MALFORMED", "UNKNOWN", "DISABLED", "EXPIRED", "FORBIDDEN"] as const;
+type VerdictCode = (typeof VERDICT_CODES)[number];
 
 export type Verdict =
-  | { code: "VALID" | "FORBIDDEN"; key: StoredKey; level: Level }
-  | { code: "MALFORMED" | "UNKNOWN" | "DISABLED" | "EXPIRED" };
+  | { code: Extract<VerdictCode, "VALID" | "FORBIDDEN">; key: StoredKey; level: Level }
+  | { code: Exclude<VerdictCode, "VALID" | "FORBIDDEN"> };
 
 export interface VerifyRequest {
   token: string | undefined;
