@@ -28,7 +28,7 @@ afterEach(async () => {
 });
 
 describe("a database that goes away (PGlite, closed under the service)", () => {
-  it("a key seen valid keeps verifying on /keys/self and /verify for the stale window, then 503; unknown tokens and writes 503", async () => {
+  it("a key seen valid keeps verifying on /keys/self and /verify for the stale window, then 503; unknown tokens and writes 503", { timeout: 60_000 }, async () => {
     let now = 10_000;
     const svc = await startService("pglite", { keyCache: { ttlMs: 1, staleMs: 1_000, now: () => now } });
     cleanups.push(() => svc.stop());
@@ -97,7 +97,7 @@ describe.skipIf(!server)("a database that goes away, through a proxy (PostgreSQL
     const acme = await createTenant(svc, "acme");
     expect((await svc.as(acme.keys.domain).get("/keys/self")).status).toBe(200);
     const traffic = load(svc, acme.keys.domain, acme.keys.customer);
-    await traffic.until((s) => s.what === "write" && s.status === 200);
+    await traffic.until(() => traffic.acknowledged.write.length >= 5);
 
     const stalledAt = performance.now();
     proxy.stall();
@@ -135,11 +135,11 @@ describe.skipIf(!server)("a database that goes away, through a proxy (PostgreSQL
     expect((await svc.as(acme.keys.domain).get("/keys/self")).status).toBe(200);
     const seenAt = performance.now();
     const traffic = load(svc, acme.keys.domain, acme.keys.customer);
-    await traffic.until((s) => s.what === "write" && s.status === 200);
+    await traffic.until(() => traffic.acknowledged.write.length >= 5);
 
     const cutAt = performance.now();
     proxy.cut();
-    await traffic.until((s) => s.what === "cached" && s.status === 503 && s.sentAt >= cutAt);
+    await traffic.until((s) => s.what === "cached" && s.status === 503 && s.sentAt > seenAt + STALE_MS);
     proxy.restore();
     const restoredAt = performance.now();
     const recovered = await traffic.until((s) => s.what === "write" && s.status === 200 && s.sentAt >= restoredAt);
@@ -194,7 +194,7 @@ describe.skipIf(!server)("a database that goes away, through a proxy (PostgreSQL
       const disabledAt = performance.now();
       const refused = await onB.until((s) => s.status === 401);
       await onB.stop();
-      delays.push(refused.answeredAt - disabledAt);
+      delays.push(Math.max(0, refused.answeredAt - disabledAt)); // 0: B refused before A's answer arrived
       expect(statusesOf(onB.between("self", cutAt, putSentAt))).toEqual([200]);
     }
     console.log(`[outage] revocation on the second process after ${OUTAGE_MS} ms outages, ${TRIALS} trials: ${delays.map((d) => Math.round(d)).join(", ")} ms`);
