@@ -143,6 +143,14 @@ describe("KeyCache", () => {
       await expect(cache.lookup(hash(1))).rejects.toBeInstanceOf(StoreUnavailable);
     });
 
+    it("does not answer from the cache with a stale window of 0, even at the instant it was seen", async () => {
+      const { store, cache } = setup(0);
+      await cache.lookup(hash(1));
+      cache.listening("lost"); // nothing is fresh: the look-up goes to the database
+      store.down = true;
+      await expect(cache.lookup(hash(1))).rejects.toBeInstanceOf(StoreUnavailable);
+    });
+
     it("asks the database while notifications may be missed, and again about everything once heard", async () => {
       const { store, cache, advance } = setup();
       await cache.lookup(hash(1));

@@ -80,7 +80,7 @@ export class KeyCache {
     try {
       found = await keyFindByHash(this.#db, hash);
     } catch (error) {
-      if (error instanceof StoreUnavailable && cached && cached.value !== UNKNOWN && cached.value.active && this.#now() - cached.at <= this.#staleMs) {
+      if (error instanceof StoreUnavailable && cached && this.#servableStale(cached)) {
         this.#stats.stale++;
         return cached.value;
       }
@@ -88,6 +88,11 @@ export class KeyCache {
     }
     if (epoch === this.#epoch) this.#cache.set(id, { value: found ?? UNKNOWN, at: now });
     return found;
+  }
+
+  /** A key seen valid within the stale window (none with a window of 0, even at the same instant). */
+  #servableStale(entry: Entry): entry is { value: StoredKey; at: number } {
+    return this.#staleMs > 0 && entry.value !== UNKNOWN && entry.value.active && this.#now() - entry.at <= this.#staleMs;
   }
 
   /** Drops one key's entry (its token hash, hex): it changed, so no answer of the past may stand. */

@@ -2,7 +2,7 @@ import pg from "pg";
 import type { Logger } from "pino";
 import { errorFields, StoreUnavailable } from "../domain/errors.ts";
 import type { Database, ListenState, Queryable, Row } from "./database.ts";
-import { translated } from "./errors.ts";
+import { translated, translateError } from "./errors.ts";
 import { logged } from "./sql-log.ts";
 import { typeParsers } from "./timestamp.ts";
 
@@ -44,12 +44,17 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
   // that it is unavailable, so that a request making several calls waits for one time-out, not several.
   let unreachable = false;
   let probing = false;
-  const inTime = <T>(call: () => Promise<T>): Promise<T> => {
+  const inTime = <T>(call: () => Promise<T>, onLate?: () => void): Promise<T> => {
     if (unreachable && probing) return Promise.reject(new StoreUnavailable("unreachable"));
     const probe = unreachable;
     if (probe) probing = true;
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new StoreUnavailable("timeout")), timeoutMs)));
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        onLate?.();
+        reject(new StoreUnavailable("timeout"));
+      }, timeoutMs);
+    });
     const work = call();
     work.catch(() => undefined);
     return Promise.race([work, late]).then(
@@ -80,9 +85,10 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
   const on = (client: pg.Pool | pg.PoolClient): Queryable => ({
     query: <R extends Row>(text: string, params?: readonly unknown[]) =>
       logged(log, text, async () => (await client.query<R>({ name: named(text), text, values: params as unknown[] | undefined })).rows),
-    async exec(script) {
-      await client.query(script);
-    },
+    exec: (script) =>
+      translated(async () => {
+        await client.query(script);
+      }),
   });
   const pooled = on(pool);
 
@@ -90,32 +96,44 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
     kind: "postgres",
     query: (text, params) => inTime(() => pooled.query(text, params)),
     exec: (script) => inTime(() => pooled.exec(script)),
-    transaction: (work) =>
-      inTime(() =>
-        translated(async () => {
-          const client = await pool.connect();
-          let broken: unknown;
-          try {
-            await client.query("BEGIN");
-            const result = await work(on(client));
-            await client.query("COMMIT");
-            return result;
-          } catch (error) {
-            // A connection that timed out or was cut cannot roll back: it goes, which aborts the
-            // transaction on the server. Any other failure rolls back and keeps the connection.
-            if (error instanceof StoreUnavailable) broken = error;
-            else await client.query("ROLLBACK").catch((rollback: unknown) => (broken = rollback));
-            throw error;
-          } finally {
-            client.release(broken instanceof Error ? broken : undefined);
-          }
-        }),
-      ),
+    transaction: (work) => {
+      let late = false;
+      return inTime(() => translated(() => inTransaction(pool, on, work, () => late)), () => (late = true));
+    },
     listen: (channel, onMessage, onReset) => listenWithReconnect({ connectionString, channel, onMessage, onReset, log, timeoutMs, checkMs: listenCheckMs }),
     async close() {
       await pool.end();
     },
   };
+}
+
+/**
+ * `work` on one pooled connection between BEGIN and COMMIT. Once `late()` (its caller was told the
+ * store is unavailable) it starts no statement, COMMIT included: it fails, and the connection is
+ * discarded, which aborts the transaction on the server. A connection that timed out or was cut
+ * cannot roll back either: it goes too. Any other failure rolls back and keeps the connection.
+ */
+async function inTransaction<T>(pool: pg.Pool, on: (client: pg.PoolClient) => Queryable, work: (tx: Queryable) => Promise<T>, late: () => boolean): Promise<T> {
+  const client = await pool.connect();
+  const q = on(client);
+  const tooLate = () => Promise.reject(new StoreUnavailable("timeout"));
+  const tx: Queryable = {
+    query: (text, params) => (late() ? tooLate() : q.query(text, params)),
+    exec: (script) => (late() ? tooLate() : q.exec(script)),
+  };
+  let broken: Error | undefined;
+  try {
+    await tx.exec("BEGIN");
+    const result = await work(tx);
+    await tx.exec("COMMIT");
+    return result;
+  } catch (error) {
+    if (late() || translateError(error) instanceof StoreUnavailable) broken = error instanceof Error ? error : new Error(String(error));
+    else await client.query("ROLLBACK").catch((rollback: unknown) => (broken = rollback instanceof Error ? rollback : new Error(String(rollback))));
+    throw error;
+  } finally {
+    client.release(broken);
+  }
 }
 
 interface ListenOptions {
