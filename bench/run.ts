@@ -274,7 +274,10 @@ async function provisioningPhase(s: Settings, a: Server, db: BenchDatabase, admi
   // The full run waits for PostgreSQL's statistics to settle; the short one reads them at once (approximate).
   const transactions = (s.mode === "full" ? await db.settledTransactions() : await db.transactions()) - transactionsBefore;
   values.provisioningKeysPerSecond = round(created / provisioned.seconds, 0);
-  details.provisioningKeysPerSecond = `${fmt(created)} keys in ${round(provisioned.seconds, 1)} s, p50 ${round(provisioned.latency.p50)} ms, p99 ${round(provisioned.latency.p99)} ms${s.mode === "full" ? `, ${round(transactions / created, 1)} DB transactions per key` : ""}`;
+  // CPU per key is less disturbed by other work on the machine than keys per second is.
+  const use = cpu.provisioning!;
+  const cpuPerKeyUs = (party: string) => round((1e6 * (party === "postgres" ? use.postgres : use.servers[party]!)) / created, 0);
+  details.provisioningKeysPerSecond = `${fmt(created)} keys in ${round(provisioned.seconds, 1)} s, p50 ${round(provisioned.latency.p50)} ms, p99 ${round(provisioned.latency.p99)} ms${s.mode === "full" ? `, ${round(transactions / created, 2)} DB transactions per key` : ""}, CPU per key: keyplane ${cpuPerKeyUs(a.name)} µs, PostgreSQL ${cpuPerKeyUs("postgres")} µs`;
 
   await sleep(1_000);
   say(`GET /keys: the whole list of ${fmt(s.listKeys)} keys, streamed`);

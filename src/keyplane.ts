@@ -8,6 +8,7 @@ import { withSelfFastPath } from "./http/self-fast-path.ts";
 import type { Context } from "./services/context.ts";
 import { onKeyChanges } from "./services/key-changes.ts";
 import { KeyCache, type KeyCacheOptions } from "./services/key-cache.ts";
+import { KeyInserts } from "./services/key-inserts.ts";
 import { EXPIRY_SWEEP_MS, sweepExpiries } from "./services/expiry-sweep.ts";
 import { LAST_USE_FLUSH_MS, LastUse } from "./services/last-use.ts";
 import { every } from "./services/periodic.ts";
@@ -17,7 +18,6 @@ import type { Database } from "./store/database.ts";
 import { loadMigrations, migrate } from "./store/migrate.ts";
 import { openPglite } from "./store/pglite.ts";
 import { openPostgres } from "./store/postgres.ts";
-
 
 export async function openDatabase(config: Pick<Config, "databaseUrl" | "dataDir" | "databaseTimeoutMs">, log: Logger): Promise<Database> {
   return config.databaseUrl
@@ -58,7 +58,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   await migrate(db, log, migrations);
   const keyCache = new KeyCache(db, options.keyCache);
   const lastUse = new LastUse(db, keyCache, log);
-  const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), keyCache, lastUse, clock: options.clock ?? (() => new Date()), log, migrations };
+  const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), keyCache, keyInserts: new KeyInserts(db), lastUse, clock: options.clock ?? (() => new Date()), log, migrations };
   // Keys changed by any process (this one included) leave the verification cache; while notifications
   // may be missed, nothing cached is fresh; an announcement that cannot be read drops everything.
   const unlisten = await onKeyChanges(

@@ -3,6 +3,7 @@ import type { Sealer } from "../domain/seal.ts";
 import type { Database } from "../store/database.ts";
 import type { Migration } from "../store/migrate.ts";
 import type { KeyCache } from "./key-cache.ts";
+import type { KeyInserts } from "./key-inserts.ts";
 import type { LastUse } from "./last-use.ts";
 
 /** What every use case runs with: injected, so tests control the clock and the store. */
@@ -10,6 +11,8 @@ export interface Context {
   db: Database;
   sealer: Sealer;
   keyCache: KeyCache;
+  /** New keys, gathered into one statement per turn of the event loop. */
+  keyInserts: KeyInserts;
   /** When keys were last used, kept in memory and written in batches. */
   lastUse: LastUse;
   clock: () => Date;

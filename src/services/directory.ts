@@ -89,13 +89,10 @@ export async function createUser(ctx: Context, customer: Customer, email: string
       const user = await userInsert(tx, customer.id, domain?.id ?? null, email, now);
       const scope = domain ? domainScope(customer.id, domain.id) : customerScope(customer.id);
       const { token, ...minted } = mintToken(ctx);
-      const stored = await keyInsertUnlessExists(
-        tx,
-        { ...minted, name: email, active: true, type: "user", scope, userId: user.id, managedBy: null, expiresAt: null },
-        by,
-        changesBetween(undefined, { name: email, active: true, expiresAt: null, replacedBy: null }),
-        now,
-      );
+      const [stored] = await keyInsertUnlessExists(tx, [{
+        ...minted, name: email, active: true, type: "user", scope, userId: user.id, managedBy: null, expiresAt: null, author: by,
+        changes: changesBetween(undefined, { name: email, active: true, expiresAt: null, replacedBy: null }), now,
+      }]);
       if (!stored) throw new Error("the user's key was not created");
       return { user, key: withToken(stored, token) };
     }),

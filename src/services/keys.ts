@@ -7,7 +7,7 @@ import { keyTypeFor, type Key, type StoredKey } from "../domain/model.ts";
 import { mayManage, scopeOf, type Scope } from "../domain/scope.ts";
 import { isTokenFormat, newToken, tokenHash } from "../domain/token.ts";
 import {
-  holderOf, keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyInsertUnlessExists, keyListByScope, keyLockById,
+  holderOf, keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyListByScope, keyLockById,
   keyRecordExpiries, keyUpdate, type KeyFilter, type KeyInsert, type KeyUpdate,
 } from "../store/keys.ts";
 import type { Context } from "./context.ts";
@@ -68,8 +68,9 @@ export async function provisionKey(ctx: Context, scope: Scope, req: ProvisionReq
   const changes = changesBetween(undefined, { name: req.name, active, expiresAt, replacedBy: null });
   for (let attempt = 0; attempt < 3; attempt++) {
     const { token, ...minted } = mintToken(ctx);
-    const insert = { ...minted, name: req.name, active, type: keyTypeFor(scope), scope, userId: null, managedBy: req.managedBy ?? null, expiresAt };
-    const inserted = await keyInsertUnlessExists(ctx.db, insert, by, changes, now);
+    const inserted = await ctx.keyInserts.insert({
+      ...minted, name: req.name, active, type: keyTypeFor(scope), scope, userId: null, managedBy: req.managedBy ?? null, expiresAt, author: by, changes, now,
+    });
     if (inserted) return { key: withToken(inserted, token), created: true };
     const holder = await keyFindByIdentity(ctx.db, scope, req.name, now);
     if (holder) return { key: unseal(ctx, holder), created: false };

@@ -34,28 +34,51 @@ export interface KeyInsert {
   expiresAt: Date | null;
 }
 
+/** A key to insert, with what its `created` event records. */
+export interface NewKey extends KeyInsert {
+  author: Author;
+  changes: Changes;
+  now: Date;
+}
+
 // Statements on the hot paths are texts built once (the driver prepares each under a name it finds by
-// its text, and a new string would be hashed anew on every call).
+// its text, and a new string would be hashed anew on every call). This one takes its rows as arrays,
+// so one prepared statement inserts any number of keys.
 const INSERT_UNLESS_EXISTS = `
-  WITH inserted AS (
+  WITH input AS (
+    SELECT decode(hash, 'hex') AS hash, decode(sealed, 'hex') AS sealed, name, active, type, tenant_id, domain_id,
+           application_id, subscriber_id, user_id, managed_by, now, expires_at, actor, changes, request_id
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::integer[], $7::integer[], $8::integer[],
+                  $9::integer[], $10::integer[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[], $16::text[])
+        AS v(hash, sealed, name, active, type, tenant_id, domain_id, application_id, subscriber_id, user_id, managed_by, now,
+             expires_at, actor, changes, request_id)),
+  inserted AS (
     INSERT INTO api_keys (token_hash, token_sealed, name, active, type, tenant_id, domain_id, application_id,
                           subscriber_id, user_id, managed_by, created_at, modified_at, active_at, expires_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, CASE WHEN $4 THEN $12::timestamptz END, $13)
+    SELECT hash, sealed, name, active, type, tenant_id, domain_id, application_id, subscriber_id, user_id, managed_by,
+           now, now, CASE WHEN active THEN now END, expires_at
+      FROM input
     ON CONFLICT DO NOTHING
     RETURNING *),
-  created AS (${recordEvents("inserted", "created", { at: "$12::timestamptz", actor: "$14", changes: "$15", requestId: "$16" })})
+  created AS (${recordEvents("(SELECT i.*, v.now AS event_at, v.actor, v.changes, v.request_id FROM inserted i JOIN input v ON v.hash = i.token_hash)", "created", { at: "s.event_at", actor: "s.actor", changes: "s.changes", requestId: "s.request_id" })})
   ${keySelect("inserted")}`;
 
 /**
- * Inserts a key, with its `created` event, unless a key holds its name in api_keys_identity_live (or
- * its user already has one); the new key with its directory objects (one round trip), or undefined.
+ * Inserts keys, each with its `created` event, in one statement, except those whose name a key holds
+ * in api_keys_identity_live (or whose user already has one): for each key, in order, the new key with
+ * its directory objects, or undefined. A row that breaks a constraint fails the whole statement.
  */
-export async function keyInsertUnlessExists(q: Queryable, k: KeyInsert, author: Author, changes: Changes, now: Date): Promise<StoredKey | undefined> {
+export async function keyInsertUnlessExists(q: Queryable, keys: readonly NewKey[]): Promise<(StoredKey | undefined)[]> {
+  const column = <T>(value: (k: NewKey) => T) => keys.map(value);
   const rows = await q.query(INSERT_UNLESS_EXISTS, [
-    k.hash, k.sealed, k.name, k.active, k.type, k.scope.tenantId, k.scope.domainId, k.scope.applicationId,
-    k.scope.subscriberId, k.userId, k.managedBy, now, k.expiresAt, ...eventParams(author, changes),
+    column((k) => k.hash.toString("hex")), column((k) => k.sealed.toString("hex")), column((k) => k.name), column((k) => k.active),
+    column((k) => k.type), column((k) => k.scope.tenantId), column((k) => k.scope.domainId), column((k) => k.scope.applicationId),
+    column((k) => k.scope.subscriberId), column((k) => k.userId), column((k) => k.managedBy), column((k) => k.now),
+    column((k) => k.expiresAt), column((k) => JSON.stringify(k.author.actor)), column((k) => JSON.stringify(k.changes)),
+    column((k) => k.author.requestId),
   ]);
-  return rows[0] ? storedKeyFrom(rows[0]) : undefined;
+  const inserted = new Map(rows.map((row) => [(row.token_hash as Buffer).toString("hex"), storedKeyFrom(row)]));
+  return keys.map((k) => inserted.get(k.hash.toString("hex")));
 }
 
 const FIND_BY_IDENTITY = `${KEY_SELECT} WHERE ${identity(1)} AND ${live(6)}`;

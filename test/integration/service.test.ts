@@ -6,6 +6,7 @@ import { createApp } from "../../src/http/app.ts";
 import { listen } from "../../src/http/server.ts";
 import { LastUse } from "../../src/services/last-use.ts";
 import { KeyCache } from "../../src/services/key-cache.ts";
+import { KeyInserts } from "../../src/services/key-inserts.ts";
 import { loadMigrations } from "../../src/store/migrate.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
 import { captureLogger, startService, type TestService } from "../support/service.ts";
@@ -69,7 +70,7 @@ describe("a PostgreSQL server that cannot be reached", () => {
     const log = captureLogger(logs);
     const db = openPostgres({ connectionString: "postgres://keyplane@127.0.0.1:1/keyplane", log });
     const keyCache = new KeyCache(db);
-    const ctx = { db, sealer: createSealer(randomBytes(32)), keyCache, lastUse: new LastUse(db, keyCache, log), clock: () => new Date(), log, migrations: await loadMigrations() };
+    const ctx = { db, sealer: createSealer(randomBytes(32)), keyCache, keyInserts: new KeyInserts(db), lastUse: new LastUse(db, keyCache, log), clock: () => new Date(), log, migrations: await loadMigrations() };
     const app = createApp(ctx, { adminToken: "a".repeat(32), runtime: { header: "X-SVC-APIKey", timeoutMs: 10_000 }, version: "test" });
     try {
       const started = Date.now();

@@ -33,7 +33,7 @@ function keyAt(scope: Scope, name: string, extra: Partial<KeyInsert> = {}): KeyI
   };
 }
 
-const keyInsertUnlessExists = (db: Database, k: KeyInsert, at: Date) => insertKey(db, k, ADMIN, {}, at);
+const keyInsertUnlessExists = async (db: Database, k: KeyInsert, at: Date) => (await insertKey(db, [{ ...k, author: ADMIN, changes: {}, now: at }]))[0];
 
 describe.each(backends())("store on %s", (backend) => {
   let t: TestDatabase;
