@@ -28,8 +28,7 @@ export function createSealer(masterKeyBytes: Buffer): Sealer {
       const iv = sealed.subarray(1, 1 + IV_BYTES);
       const tag = sealed.subarray(1 + IV_BYTES, 1 + IV_BYTES + TAG_BYTES);
       const decipher = createDecipheriv("aes-256-gcm", masterKey, iv).setAAD(hash).setAuthTag(tag);
-      const body = sealed.subarray(1 + IV_BYTES + TAG_BYTES);
-      return Buffer.concat([decipher.update(body), decipher.final()]).toString("latin1");
+      return decipher.update(sealed.subarray(1 + IV_BYTES + TAG_BYTES), undefined, "latin1") + decipher.final("latin1");
     },
   };
 }

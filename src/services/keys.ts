@@ -8,7 +8,7 @@ import { mayManage, scopeOf, type Scope } from "../domain/scope.ts";
 import { isTokenFormat, newToken, tokenHash } from "../domain/token.ts";
 import {
   holderOf, keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyListByScope, keyLockById,
-  keyRecordExpiries, keyUpdate, type KeyFilter, type KeyInsert, type KeyUpdate,
+  keyRecordExpiries, keyUpdate, type Entities, type KeyFilter, type KeyInsert, type KeyUpdate,
 } from "../store/keys.ts";
 import type { Context } from "./context.ts";
 
@@ -165,9 +165,10 @@ const PAGE_SIZE = 500;
 export async function* listKeys(ctx: Context, scope: Scope, req: ListRequest): AsyncGenerator<Key> {
   const now = ctx.clock();
   let remaining = req.limit ?? Infinity;
+  const entities: Entities = new Map();
   const read = (after: number) => {
     const size = Math.min(PAGE_SIZE, remaining);
-    const page = keyListByScope(ctx.db, scope, req.filter, after, size, now).then((keys) => ({ keys, full: keys.length === size }));
+    const page = keyListByScope(ctx.db, scope, req.filter, after, size, now, entities).then((keys) => ({ keys, full: keys.length === size }));
     page.catch(() => undefined); // awaited below; never an unhandled rejection if the reader stops first
     return page;
   };

@@ -1,9 +1,9 @@
 import type { Author, Changes } from "../domain/key-event.ts";
 import type { KeyType, StoredKey } from "../domain/model.ts";
 import type { Scope } from "../domain/scope.ts";
-import type { Queryable } from "./database.ts";
+import type { Queryable, Row } from "./database.ts";
 import { eventParams, recordEvents } from "./key-events.ts";
-import { KEY_SELECT, keySelect, storedKeyFrom, type EntityMemo } from "./rows.ts";
+import { addEntities, ENTITIES_SELECT, KEY_COLUMNS, KEY_SELECT, keySelect, listedKeyFrom, storedKeyFrom, type Entities } from "./rows.ts";
 import { insideScope } from "./scope-sql.ts";
 
 // Queries of the api_keys table. A key is live while it is neither deleted nor expired; `now` is the
@@ -119,7 +119,11 @@ export interface KeyFilter {
   name?: string;
 }
 
-/** One page of the live keys inside `scope`, ordered by id, after id `after`. */
+/**
+ * One page of the live keys inside `scope`, ordered by id, after id `after`. The rows carry the keys'
+ * own columns; the directory objects they embed are read once for the whole list into `entities`
+ * (one more statement for a page that names ones not read yet).
+ */
 export async function keyListByScope(
   q: Queryable,
   scope: Scope,
@@ -127,10 +131,11 @@ export async function keyListByScope(
   after: number,
   limit: number,
   now: Date,
+  entities: Entities = new Map(),
 ): Promise<StoredKey[]> {
   const inside = insideScope(scope, 4, "k");
   const params: unknown[] = [after, limit, now, ...inside.params];
-  let sql = `${KEY_SELECT} WHERE ${live(3)} AND k.id > $1 AND ${inside.sql}`;
+  let sql = `SELECT ${KEY_COLUMNS} FROM api_keys k WHERE ${live(3)} AND k.id > $1 AND ${inside.sql}`;
   for (const [column, value] of [["k.active", filter.active], ["k.type", filter.type], ["k.name", filter.name]] as const) {
     if (value !== undefined) {
       params.push(value);
@@ -138,8 +143,25 @@ export async function keyListByScope(
     }
   }
   const rows = await q.query(`${sql} ORDER BY k.id LIMIT $2`, params);
-  const memo: EntityMemo = new Map();
-  return rows.map((row) => storedKeyFrom(row, memo));
+  await readEntities(q, rows, entities);
+  return rows.map((row) => listedKeyFrom(row, entities));
+}
+
+export type { Entities };
+const MAX_ENTITIES = 10_000;
+const SCOPE_COLUMNS = [["c", "tenant_id"], ["d", "domain_id"], ["a", "application_id"], ["s", "subscriber_id"], ["u", "user_id"]] as const;
+
+/** Reads into `entities` the directory objects that rows of KEY_COLUMNS name and it does not hold yet. */
+async function readEntities(q: Queryable, rows: readonly Row[], entities: Entities): Promise<void> {
+  if (entities.size > MAX_ENTITIES) entities.clear(); // a list's memory stays bounded, however many scopes it spans
+  const scopes = new Map<string, Row>();
+  for (const row of rows) {
+    const missing = SCOPE_COLUMNS.some(([alias, column]) => row[column] != null && !entities.has(`${alias}${row[column] as number}`));
+    if (missing) scopes.set(SCOPE_COLUMNS.map(([, column]) => row[column]).join(","), row);
+  }
+  if (scopes.size === 0) return;
+  const ids = SCOPE_COLUMNS.map(([, column]) => [...scopes.values()].map((row) => row[column] ?? null));
+  for (const row of await q.query(ENTITIES_SELECT, ids)) addEntities(row, entities);
 }
 
 /** A key's fields as an update leaves them (the service works them out from the locked key). */

@@ -65,38 +65,84 @@ export const userFrom = (row: Row, a = "u"): User => ({
   ...state(row, a),
 });
 
+/** A key's own columns, of alias `k`. */
+export const KEY_COLUMNS = `k.id, k.token_hash, k.token_sealed, k.name, k.active, k.type, k.tenant_id, k.domain_id,
+  k.application_id, k.subscriber_id, k.user_id, k.managed_by, k.created_at, k.modified_at, k.deleted_at, k.active_at,
+  k.expires_at, k.last_used_at, k.replaced_by`;
+
+/** The directory objects a key's scope names, joined to alias `t` (which has the key's five scope columns). */
+const embeddedFrom = (t: string) => `
+    JOIN customers c ON c.id = ${t}.tenant_id
+    LEFT JOIN domains d ON d.id = ${t}.domain_id
+    LEFT JOIN applications a ON a.id = ${t}.application_id
+    LEFT JOIN subscribers s ON s.id = ${t}.subscriber_id
+    LEFT JOIN users u ON u.id = ${t}.user_id`;
+const EMBEDDED_COLUMNS = `${columns("customer", "c")}, ${columns("domain", "d")}, ${columns("application", "a")},
+         ${columns("subscriber", "s")}, ${columns("user", "u")}`;
+
 /** SELECT list and FROM clause of a key with its embedded directory objects, read from `source`. */
 export const keySelect = (source = "api_keys") => `
-  SELECT k.id, k.token_hash, k.token_sealed, k.name, k.active, k.type, k.tenant_id, k.domain_id,
-         k.application_id, k.subscriber_id, k.user_id, k.managed_by, k.created_at, k.modified_at,
-         k.deleted_at, k.active_at, k.expires_at, k.last_used_at, k.replaced_by,
-         ${columns("customer", "c")}, ${columns("domain", "d")}, ${columns("application", "a")},
-         ${columns("subscriber", "s")}, ${columns("user", "u")}
-    FROM ${source} k
-    JOIN customers c ON c.id = k.tenant_id
-    LEFT JOIN domains d ON d.id = k.domain_id
-    LEFT JOIN applications a ON a.id = k.application_id
-    LEFT JOIN subscribers s ON s.id = k.subscriber_id
-    LEFT JOIN users u ON u.id = k.user_id`;
+  SELECT ${KEY_COLUMNS}, ${EMBEDDED_COLUMNS}
+    FROM ${source} k ${embeddedFrom("k")}`;
+
 export const KEY_SELECT = keySelect();
 
-/**
- * The directory objects a result has read, by alias and id: rows of one list share them (and the
- * list's writer serialises each once, src/http/key-text.ts). Kept only while unchanged.
- */
-export type EntityMemo = Map<string, { modifiedAt: Date }>;
-
-function shared<T extends { modifiedAt: Date }>(memo: EntityMemo | undefined, row: Row, alias: string, read: () => T): T {
-  if (!memo) return read();
-  const id = `${alias}${row[`${alias}_id`] as number}`;
-  const seen = memo.get(id);
-  if (seen && seen.modifiedAt.getTime() === date(row, `${alias}_modified_at`).getTime()) return seen as T;
-  const value = read();
-  memo.set(id, value);
-  return value;
+/** The directory objects a key embeds. */
+export interface Embedded {
+  tenant: Customer;
+  domain: Domain | null;
+  application: Application | null;
+  subscriber: Subscriber | null;
+  user: User | null;
 }
 
-export function storedKeyFrom(row: Row, memo?: EntityMemo): StoredKey {
+/**
+ * The directory objects of a list's keys, by alias and id ("c1", "d10"): read once for the whole list,
+ * so its rows share them (and the list's writer serialises each once, src/http/key-text.ts).
+ */
+export type Entities = Map<string, Customer | Domain | Application | Subscriber | User>;
+
+/** One statement reading the directory objects of scopes given as five id arrays (customer, domain, application, subscriber, user). */
+export const ENTITIES_SELECT = `
+  SELECT ${EMBEDDED_COLUMNS}
+    FROM unnest($1::integer[], $2::integer[], $3::integer[], $4::integer[], $5::integer[])
+      AS t(tenant_id, domain_id, application_id, subscriber_id, user_id) ${embeddedFrom("t")}`;
+
+const EMBEDDED_READERS = [["c", customerFrom], ["d", domainFrom], ["a", applicationFrom], ["s", subscriberFrom], ["u", userFrom]] as const;
+
+/** Adds the directory objects of an ENTITIES_SELECT row that `entities` does not hold yet. */
+export function addEntities(row: Row, entities: Entities): void {
+  for (const [alias, read] of EMBEDDED_READERS) {
+    const id = row[`${alias}_id`];
+    const key = `${alias}${id as number}`;
+    if (id != null && !entities.has(key)) entities.set(key, read(row, alias));
+  }
+}
+
+/** The key of a row of keySelect, its directory objects read from the same row. */
+export function storedKeyFrom(row: Row): StoredKey {
+  return keyFrom(row, {
+    tenant: customerFrom(row, "c"),
+    domain: row.d_id == null ? null : domainFrom(row, "d"),
+    application: row.a_id == null ? null : applicationFrom(row, "a"),
+    subscriber: row.s_id == null ? null : subscriberFrom(row, "s"),
+    user: row.u_id == null ? null : userFrom(row, "u"),
+  });
+}
+
+/** The key of a row of KEY_COLUMNS, its directory objects taken from `entities` (which must hold them). */
+export function listedKeyFrom(row: Row, entities: Entities): StoredKey {
+  const of = <T>(alias: string, column: string) => (row[column] == null ? null : (entities.get(`${alias}${row[column] as number}`) as T));
+  return keyFrom(row, {
+    tenant: of<Customer>("c", "tenant_id")!,
+    domain: of<Domain>("d", "domain_id"),
+    application: of<Application>("a", "application_id"),
+    subscriber: of<Subscriber>("s", "subscriber_id"),
+    user: of<User>("u", "user_id"),
+  });
+}
+
+function keyFrom(row: Row, e: Embedded): StoredKey {
   return {
     id: num(row, "id"),
     hash: row.token_hash as Buffer,
@@ -117,10 +163,10 @@ export function storedKeyFrom(row: Row, memo?: EntityMemo): StoredKey {
     expiresAt: (row.expires_at ?? null) as Date | null,
     lastUsedAt: (row.last_used_at ?? null) as Date | null,
     replacedBy: numOrNull(row, "replaced_by"),
-    tenant: shared(memo, row, "c", () => customerFrom(row, "c")),
-    domain: row.d_id == null ? null : shared(memo, row, "d", () => domainFrom(row, "d")),
-    application: row.a_id == null ? null : shared(memo, row, "a", () => applicationFrom(row, "a")),
-    subscriber: row.s_id == null ? null : shared(memo, row, "s", () => subscriberFrom(row, "s")),
-    user: row.u_id == null ? null : shared(memo, row, "u", () => userFrom(row, "u")),
+    tenant: e.tenant,
+    domain: e.domain,
+    application: e.application,
+    subscriber: e.subscriber,
+    user: e.user,
   };
 }

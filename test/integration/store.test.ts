@@ -234,6 +234,35 @@ describe.each(backends())("store on %s", (backend) => {
       expect((await keyListByScope(db, other, {}, 0, 100, now)).some((k) => ids.includes(k.id))).toBe(false);
     });
 
+    it("list keys of every kind of scope with the same directory objects a single read embeds, read once per list", async () => {
+      const c = await customerInsert(db, "embedder", now);
+      const d = await domainInsert(db, c.id, "embed.example", now);
+      const a = await applicationInsert(db, d, { name: "ivr", url: "https://ivr.example/hook", method: "GET" }, now);
+      const sub = await subscriberInsert(db, d, "+15550002", now);
+      const u = await userInsert(db, c.id, d.id, "e@embed.example", now);
+      const scopes = [
+        { tenantId: c.id, domainId: null, applicationId: null, subscriberId: null },
+        { tenantId: c.id, domainId: d.id, applicationId: null, subscriberId: null },
+        { tenantId: c.id, domainId: d.id, applicationId: a.id, subscriberId: null },
+        { tenantId: c.id, domainId: d.id, applicationId: null, subscriberId: sub.id },
+      ];
+      for (const [i, scope] of scopes.entries()) await keyInsertUnlessExists(db, keyAt(scope, `e${i}`), now);
+      await keyInsertUnlessExists(db, keyAt(scopes[1]!, u.email, { type: "user", userId: u.id }), now);
+      const statements: string[] = [];
+      const counted = { query: (text: string, params?: readonly unknown[]) => (statements.push(text), db.query(text, params)) } as Database;
+      const entities = new Map();
+      const first = await keyListByScope(counted, scopes[0]!, {}, 0, 3, now, entities);
+      const rest = await keyListByScope(counted, scopes[0]!, {}, first[2]!.id, 100, now, entities);
+      const listed = [...first, ...rest];
+      expect(listed).toHaveLength(5);
+      for (const key of listed) expect(key).toEqual(await keyFindById(db, key.id, now));
+      expect(listed.every((key) => key.tenant === listed[0]!.tenant)).toBe(true);
+      // The second page names a subscriber and a user the first did not: one more read, then none.
+      expect(statements.filter((s) => s.includes("unnest"))).toHaveLength(2);
+      await keyListByScope(counted, scopes[0]!, {}, 0, 100, now, entities);
+      expect(statements.filter((s) => s.includes("unnest"))).toHaveLength(2);
+    });
+
     it("announce a change to a key on the keys channel", async () => {
       const heard: string[] = [];
       const stop = await db.listen(KEYS_CHANNEL, (payload) => heard.push(payload));
