@@ -15,6 +15,8 @@ export interface BenchDatabase {
   transactions(): Promise<number>;
   /** Waits until every backend has flushed its counts (see settle()). */
   settledTransactions(): Promise<number>;
+  /** The number a `SELECT count(*) ...` gives in the bench database. */
+  count(sql: string): Promise<number>;
   drop(): Promise<void>;
 }
 
@@ -65,6 +67,16 @@ export async function createBenchDatabase(serverUrl: string): Promise<BenchDatab
         last = now;
       }
       return last;
+    },
+    async count(sql) {
+      const client = new pg.Client({ connectionString: url.toString(), application_name: "keyplane-bench" });
+      await client.connect();
+      try {
+        const result = await client.query<{ count: string }>(sql);
+        return Number(result.rows[0]?.count);
+      } finally {
+        await client.end();
+      }
     },
     async drop() {
       try {

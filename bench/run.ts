@@ -273,6 +273,9 @@ async function provisioningPhase(s: Settings, a: Server, db: BenchDatabase, admi
   }
   // The full run waits for PostgreSQL's statistics to settle; the short one reads them at once (approximate).
   const transactions = (s.mode === "full" ? await db.settledTransactions() : await db.transactions()) - transactionsBefore;
+  // Every key is written with its `created` event, in the same statement.
+  const events = await db.count("SELECT count(*) FROM key_events e JOIN customers c ON c.id = e.tenant_id WHERE c.name = 'bench-list' AND e.action = 'created'");
+  if (events !== wanted + 1) problems.push(`provisioning: ${events} created events for ${wanted + 1} keys`);
   values.provisioningKeysPerSecond = round(created / provisioned.seconds, 0);
   // CPU per key is less disturbed by other work on the machine than keys per second is.
   const use = cpu.provisioning!;
