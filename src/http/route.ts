@@ -20,7 +20,7 @@ export interface Route<B = unknown, Q = unknown> {
   auth: "key" | "admin" | "none";
   body?: z.ZodType<B>;
   query?: z.ZodType<Q>;
-  ok: { status: number; description: string; schema?: z.ZodType; headers?: "Link"[] };
+  ok: { status: number; description: string; schema?: z.ZodType; headers?: string[] };
   /** What else this operation can answer, beyond what every operation can (see openapi.ts). */
   refusals?: ErrorCode[];
   /** false for the few operations that answer without the database (/healthz, /openapi.json). */
