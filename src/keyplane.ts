@@ -15,6 +15,7 @@ import { EXPIRY_SWEEP_MS, sweepExpiries } from "./services/expiry-sweep.ts";
 import { LAST_USE_FLUSH_MS, LastUse } from "./services/last-use.ts";
 import { every } from "./services/periodic.ts";
 import { Throttle, type ThrottleOptions } from "./services/throttle.ts";
+import { PathScopeCache, type PathScopeCacheOptions } from "./services/path-scope-cache.ts";
 import { INVOKE_TIMEOUT_MS } from "./runtime/runtime.ts";
 import { VERSION } from "./version.ts";
 import type { Database } from "./store/database.ts";
@@ -43,6 +44,8 @@ export interface KeyplaneOptions {
   expirySweepMs?: number;
   /** Failed-authentication throttling (default 60 failures a minute per client). */
   throttle?: ThrottleOptions;
+  /** What platform paths name, kept a second by default. */
+  pathScopes?: PathScopeCacheOptions;
   /** Whose X-Forwarded-For names the client (default none). */
   trustedProxies?: TrustedProxies;
 }
@@ -66,7 +69,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   const keyCache = new KeyCache(db, options.keyCache);
   const lastUse = new LastUse(db, keyCache, log);
   const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), keyCache, keyInserts: new KeyInserts(db), lastUse,
-    throttle: new Throttle(options.throttle ?? { failuresPerMinute: 60 }), clock: options.clock ?? (() => new Date()), log, migrations };
+    throttle: new Throttle(options.throttle ?? { failuresPerMinute: 60 }), pathScopes: new PathScopeCache(options.pathScopes), clock: options.clock ?? (() => new Date()), log, migrations };
   // Keys changed by any process (this one included) leave the verification cache; while notifications
   // may be missed, nothing cached is fresh; an announcement that cannot be read drops everything.
   const unlisten = await onKeyChanges(

@@ -5,6 +5,7 @@ import type { Migration } from "../store/migrate.ts";
 import type { KeyCache } from "./key-cache.ts";
 import type { KeyInserts } from "./key-inserts.ts";
 import type { LastUse } from "./last-use.ts";
+import type { PathScopeCache } from "./path-scope-cache.ts";
 import type { Throttle } from "./throttle.ts";
 
 /** What every use case runs with: injected, so tests control the clock and the store. */
@@ -18,6 +19,8 @@ export interface Context {
   lastUse: LastUse;
   /** Failed authentications by client, for throttling. */
   throttle: Throttle;
+  /** What platform paths name, for /auth and POST /verify. */
+  pathScopes: PathScopeCache;
   clock: () => Date;
   log: Logger;
   /** The migrations this release knows: all applied means the database is ready. */

@@ -5,7 +5,6 @@ import { levelOf, scopeOf, type Level } from "../domain/scope.ts";
 import { recordAuthentication } from "./auth-outcome.ts";
 import { usableKey } from "./authenticate.ts";
 import type { Context } from "./context.ts";
-import { resolvePathScope } from "./path-scope.ts";
 
 // Verification for the rest of the platform (docs/api.md, "Verification"): may this token do this
 // method on this path? One answer for POST /verify and /auth, by the level rules of domain/access.ts.
@@ -42,6 +41,6 @@ async function mayReachPath(ctx: Context, key: StoredKey, method: string, path: 
   const caller = scopeOf(key);
   const { refs, atApplication } = platformTarget(segments);
   if (Object.keys(refs).length === 0) return mayReach(caller, undefined, method, atApplication);
-  const named = await resolvePathScope(ctx, refs, caller);
+  const named = await ctx.pathScopes.resolve(ctx, refs, caller);
   return named !== undefined && mayReach(caller, named, method, atApplication);
 }

@@ -5,6 +5,7 @@ import { createKeyplane, type Keyplane } from "../../src/keyplane.ts";
 import { createLogger } from "../../src/logging.ts";
 import type { KeyCacheOptions } from "../../src/services/key-cache.ts";
 import type { ThrottleOptions } from "../../src/services/throttle.ts";
+import type { PathScopeCacheOptions } from "../../src/services/path-scope-cache.ts";
 import type { TrustedProxies } from "../../src/http/client-address.ts";
 import { Conformance } from "./conformance.ts";
 import { openTestDatabase, type Backend, type TestDatabase } from "./databases.ts";
@@ -59,6 +60,7 @@ export interface TestServiceOptions {
   /** Failed-authentication throttling: off in effect unless a suite sets a limit (the suites fail a lot from one address). */
   throttle?: ThrottleOptions;
   trustedProxies?: TrustedProxies;
+  pathScopes?: PathScopeCacheOptions;
 }
 
 export function captureLogger(logs: string[], secrets: string[] = []): Logger {
@@ -83,6 +85,7 @@ export async function startService(backend: Backend, options: TestServiceOptions
     expirySweepMs: options.expirySweepMs,
     throttle: options.throttle ?? { failuresPerMinute: 1_000_000 },
     trustedProxies: options.trustedProxies,
+    pathScopes: options.pathScopes,
   });
   // Every answer this service gives is checked against its own /openapi.json (conformance.ts).
   const app = (await conformanceOf(keyplane.app)).wrap(keyplane.app);
