@@ -7,6 +7,7 @@ import { createApp } from "./http/app.ts";
 import { AuthHandler } from "./http/auth-routes.ts";
 import { parseTrustedProxies, type TrustedProxies } from "./http/client-address.ts";
 import { withSelfFastPath } from "./http/self-fast-path.ts";
+import { withVerifyFastPath } from "./http/verify-routes.ts";
 import type { Context } from "./services/context.ts";
 import { onKeyChanges } from "./services/key-changes.ts";
 import { KeyCache, type KeyCacheOptions } from "./services/key-cache.ts";
@@ -52,7 +53,7 @@ export interface KeyplaneOptions {
 
 export interface Keyplane {
   ctx: Context;
-  /** The HTTP handler: /auth and the fast path of GET /keys/self in front of the express app. */
+  /** The HTTP handler: /auth and the fast paths of POST /verify and GET /keys/self in front of the express app. */
   app: RequestListener;
   /**
    * Stops the background work: listening for key changes, the expiry sweep, and the last-use
@@ -81,9 +82,8 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   const trustedProxies = options.trustedProxies ?? parseTrustedProxies("");
   const auth = new AuthHandler(ctx, trustedProxies);
   const runtime = { header: options.runtimeHeader, timeoutMs: options.invokeTimeoutMs ?? INVOKE_TIMEOUT_MS };
-  const app = auth.inFrontOf(
-    withSelfFastPath(ctx, trustedProxies, createApp(ctx, { adminToken: options.secrets.adminToken, runtime, version: VERSION, trustedProxies, auth })),
-  );
+  const express = createApp(ctx, { adminToken: options.secrets.adminToken, runtime, version: VERSION, trustedProxies, auth });
+  const app = auth.inFrontOf(withVerifyFastPath(ctx, trustedProxies, withSelfFastPath(ctx, trustedProxies, express)));
   const jobs = [
     every(options.expirySweepMs ?? EXPIRY_SWEEP_MS, () => sweepExpiries(ctx), log, "expiry sweep"),
     every(options.lastUseFlushMs ?? LAST_USE_FLUSH_MS, () => lastUse.flush(), log, "last-use flush"),

@@ -35,7 +35,7 @@ export function route<B = undefined, Q = undefined>(r: Route<B, Q>): Route {
   return r as unknown as Route;
 }
 
-function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
+export function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
   if (!schema) return undefined as T;
   const result = schema.safeParse(value);
   if (result.success) return result.data;
