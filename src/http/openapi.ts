@@ -172,12 +172,12 @@ export function openApiDocument(routes: Route[], version: string): object {
         "WWW-Authenticate": { description: 'Bearer realm="keyplane"', schema: { type: "string" } },
         Link: { description: 'The next page of a list: `<...>; rel="next"`, while more remain.', schema: { type: "string" } },
         Allow: { description: "The methods the path takes.", schema: { type: "string" } },
-        "Retry-After": { description: "Whole seconds (1 to 60) until the client's failed authentications fall back under the limit.", schema: { type: "integer", minimum: 1, maximum: 60 } },
-        "X-Keyplane-Key-Id": { description: "The key's numeric id (never its token).", schema: { type: "string" } },
-        "X-Keyplane-Key-Type": { description: "The key's type: customer, user, application or subscriber.", schema: { type: "string" } },
-        "X-Keyplane-Level": { description: "The key's level: customer, domain, application or subscriber.", schema: { type: "string" } },
-        "X-Keyplane-Customer-Id": { description: "The key's customer's id.", schema: { type: "string" } },
-        "X-Keyplane-Customer": { description: "The key's customer's name (outside printable ASCII, and `%`, percent-encoded UTF-8).", schema: { type: "string" } },
+        "Retry-After": { description: "Whole seconds (1 to 60) until the client's failed authentications fall back under the limit.", schema: { type: "integer", minimum: 1, maximum: 60 }, example: 42 },
+        "X-Keyplane-Key-Id": { description: "The key's numeric id (never its token).", schema: { type: "string" }, example: "17" },
+        "X-Keyplane-Key-Type": { description: "The key's type: customer, user, application or subscriber.", schema: { type: "string" }, example: "customer" },
+        "X-Keyplane-Level": { description: "The key's level: customer, domain, application or subscriber.", schema: { type: "string" }, example: "domain" },
+        "X-Keyplane-Customer-Id": { description: "The key's customer's id.", schema: { type: "string" }, example: "1" },
+        "X-Keyplane-Customer": { description: "The key's customer's name (outside printable ASCII, and `%`, percent-encoded UTF-8).", schema: { type: "string" }, example: "acme" },
       },
       // The refusals some operation can answer, and 405, which answers the methods no operation takes.
       responses: Object.fromEntries(Object.entries(ERROR_NAMES).filter(([code]) => answered.has(code as ErrorCode)).map(([code, name]) => {
