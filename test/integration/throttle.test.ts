@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseTrustedProxies } from "../../src/http/client-address.ts";
@@ -123,5 +124,22 @@ describe.each(backends())("throttling on %s", (backend) => {
       });
     }
     expect(svc.ctx.throttle.size).toBeLessThanOrEqual(10_000);
+  });
+
+  it("never answers 500 to a throttled client, always the JSON body, whatever it sends", async () => {
+    await failTimes("198.51.100.9", LIMIT + 1);
+    const c = from("198.51.100.9");
+    const token = fc.oneof(fc.string(), fc.constant(acme.keys.customer), fc.constant(unknownToken()), fc.string({ minLength: 34, maxLength: 34 }).map((t) => `XI${t.slice(2)}`));
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom("self", "keys", "verify", "auth" as const), token, async (endpoint, t) => {
+        // Header values a client library would refuse to send are no request anyone could make.
+        if (endpoint !== "verify" && !/^[\x21-\x7e]+$/.test(t)) return;
+        const res = await c[endpoint](t);
+        expect([200, 400, 401, 429]).toContain(res.status);
+        if (res.status !== 200) expect(JSON.parse(res.text)).toMatchObject({ status: res.status, error: expect.any(String) });
+        if (res.status === 429) expect(Number(res.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+      }),
+      { numRuns: 120 },
+    );
   });
 });
