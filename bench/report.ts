@@ -33,6 +33,15 @@ export const FIGURES = [
   { key: "revocationP50Ms", label: "revocation on another process: p50 delay", unit: "ms" },
   { key: "revocationP99Ms", label: "revocation on another process: p99 delay", unit: "ms", target: { op: "<", value: 1000 } },
   { key: "revocationMaxMs", label: "revocation on another process: max delay", unit: "ms" },
+  { key: "authVsBare", label: "GET /auth (customer path) throughput ÷ bare node:http", unit: "×", target: { op: ">=", value: 0.7 } },
+  { key: "authP50Ms", label: "GET /auth p50 latency", unit: "ms" },
+  { key: "authP99Ms", label: "GET /auth p99 latency", unit: "ms", target: { op: "<", value: 5 } },
+  { key: "authQueriesPerRequest", label: "GET /auth: DB transactions per request, after warm-up", unit: "", target: { op: "<=", value: 0 } },
+  { key: "verifyVsBare", label: "POST /verify (customer path) throughput ÷ bare node:http", unit: "×", target: { op: ">=", value: 0.7 } },
+  { key: "verifyP50Ms", label: "POST /verify p50 latency", unit: "ms" },
+  { key: "verifyP99Ms", label: "POST /verify p99 latency", unit: "ms", target: { op: "<", value: 5 } },
+  { key: "verifyQueriesPerRequest", label: "POST /verify: DB transactions per request, after warm-up", unit: "", target: { op: "<=", value: 0 } },
+  { key: "nginxAuthVsPlain", label: "nginx with auth_request to keyplane ÷ nginx without", unit: "×", target: { op: ">=", value: 0.5 } },
 ] as const satisfies readonly FigureSpec[];
 
 export type FigureKey = (typeof FIGURES)[number]["key"];

@@ -6,6 +6,7 @@ import { cpus, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type autocannon from "autocannon";
+import { gatewayPhase } from "./gateway.ts";
 import { createBenchDatabase, DEFAULT_DATABASE_URL, type BenchDatabase } from "./database.ts";
 import { client, expectStatus, type Client } from "./http.ts";
 import { load, percentile, summarize, type LoadResult } from "./load.ts";
@@ -16,7 +17,7 @@ import { FIGURES, figures, machine, markdownTable, versions, type FigureKey } fr
 // `npm run bench`: keyplane on PostgreSQL, measured in one run against a bare node:http baseline.
 // See bench/README.md for what each figure means and how it is measured.
 
-const PHASES = ["self", "mixed", "provisioning", "revocation"] as const;
+const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway"] as const;
 type Phase = (typeof PHASES)[number];
 
 interface Settings {
@@ -458,6 +459,16 @@ async function main(): Promise<number> {
       children.push(b);
       cleanups.push(() => b.stop());
       runs.revocation = await revocationPhase(s, a, b, env.adminToken, values, details);
+    }
+    if (s.phases.has("gateway")) {
+      const tools = {
+        ...s, say, expectAnswers, problem: (text: string) => problems.push(text),
+        metered: (name: string, servers: Server[], run: () => Promise<LoadResult>) => metered(name, servers, database, run),
+      };
+      const gateway = await gatewayPhase(tools, a, db, fixture);
+      Object.assign(values, gateway.figures);
+      Object.assign(details, gateway.details);
+      runs.gateway = gateway;
     }
     if (profileDir) {
       await a.stop();

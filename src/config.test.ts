@@ -15,6 +15,35 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ DATABASE_URL: "postgres://db/keyplane" })).toThrow(/KEYPLANE_MASTER_KEY is required with DATABASE_URL/);
   });
 
+  describe("throttling's settings", () => {
+    it("trusts no proxy and allows 60 failures a minute by default", () => {
+      const config = loadConfig({ HOME: "/nonexistent" });
+      expect(config.authFailuresPerMinute).toBe(60);
+      expect(config.trustedProxies.check("127.0.0.1")).toBe(false);
+    });
+
+    it("reads trusted proxies as addresses and CIDRs, IPv4 and IPv6", () => {
+      const { trustedProxies } = loadConfig({ KEYPLANE_TRUSTED_PROXIES: "10.0.0.0/8, 192.168.1.1, fd00::/8" });
+      expect(trustedProxies.check("10.20.30.40")).toBe(true);
+      expect(trustedProxies.check("192.168.1.1")).toBe(true);
+      expect(trustedProxies.check("192.168.1.2")).toBe(false);
+      expect(trustedProxies.check("fd12::1", "ipv6")).toBe(true);
+    });
+
+    it("reads a limit of failures", () => {
+      expect(loadConfig({ KEYPLANE_AUTH_FAILURES_PER_MINUTE: "5" }).authFailuresPerMinute).toBe(5);
+    });
+
+    it.each([
+      [{ KEYPLANE_TRUSTED_PROXIES: "10.0.0.0/33" }, /KEYPLANE_TRUSTED_PROXIES: "10.0.0.0\/33" is neither/],
+      [{ KEYPLANE_TRUSTED_PROXIES: "proxy.internal" }, /KEYPLANE_TRUSTED_PROXIES/],
+      [{ KEYPLANE_AUTH_FAILURES_PER_MINUTE: "0" }, /KEYPLANE_AUTH_FAILURES_PER_MINUTE/],
+      [{ KEYPLANE_AUTH_FAILURES_PER_MINUTE: "many" }, /KEYPLANE_AUTH_FAILURES_PER_MINUTE/],
+    ])("refuses %j", (env, message) => {
+      expect(() => loadConfig(env)).toThrow(message);
+    });
+  });
+
   describe("the operator's settings", () => {
     it.each([
       ["the pod's namespace for the Lease", { POD_NAMESPACE: "keyplane-system" }, { leaseNamespace: "keyplane-system" }],

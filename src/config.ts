@@ -5,6 +5,7 @@ import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { parseMasterKey } from "./domain/seal.ts";
+import { parseTrustedProxies, type TrustedProxies } from "./http/client-address.ts";
 
 // Every setting keyplane reads from the environment is read and checked here, and only here
 // (README.md, "Configuration"); the rest of the code takes what it needs as arguments.
@@ -20,6 +21,15 @@ const env = z.object({
   KEYPLANE_OPERATOR: z.enum(["on", "off", "auto"]).default("auto"),
   KEYPLANE_DATABASE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
   KEYPLANE_STALE_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
+  KEYPLANE_TRUSTED_PROXIES: z.string().default("").transform((text, c) => {
+    try {
+      return parseTrustedProxies(text);
+    } catch (error) {
+      c.addIssue({ code: "custom", message: `KEYPLANE_TRUSTED_PROXIES: ${(error as Error).message}` });
+      return z.NEVER;
+    }
+  }),
+  KEYPLANE_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(60),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   // The operator's (docs/operator.md).
   POD_NAME: z.string().min(1).optional(),
@@ -58,6 +68,10 @@ export interface Config {
   databaseTimeoutMs: number;
   /** How long a key seen valid keeps verifying while the database cannot be reached; 0: not at all. */
   staleMs: number;
+  /** Whose X-Forwarded-For names the client (KEYPLANE_TRUSTED_PROXIES). */
+  trustedProxies: TrustedProxies;
+  /** Failed authentications a client may make in a sliding minute before it is throttled. */
+  authFailuresPerMinute: number;
   operator: OperatorConfig;
   logLevel: string;
 }
@@ -79,6 +93,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     runtimeHeader: e.KEYPLANE_RUNTIME_HEADER,
     databaseTimeoutMs: e.KEYPLANE_DATABASE_TIMEOUT_MS,
     staleMs: e.KEYPLANE_STALE_SECONDS * 1000,
+    trustedProxies: e.KEYPLANE_TRUSTED_PROXIES,
+    authFailuresPerMinute: e.KEYPLANE_AUTH_FAILURES_PER_MINUTE,
     operator: {
       mode: e.KEYPLANE_OPERATOR,
       cluster: clusterConfigured(e),

@@ -4,7 +4,10 @@ import type { Logger } from "pino";
 import type { Config, Secrets } from "./config.ts";
 import { createSealer } from "./domain/seal.ts";
 import { createApp } from "./http/app.ts";
+import { AuthHandler } from "./http/auth-routes.ts";
+import { parseTrustedProxies, type TrustedProxies } from "./http/client-address.ts";
 import { withSelfFastPath } from "./http/self-fast-path.ts";
+import { withVerifyFastPath } from "./http/verify-routes.ts";
 import type { Context } from "./services/context.ts";
 import { onKeyChanges } from "./services/key-changes.ts";
 import { KeyCache, type KeyCacheOptions } from "./services/key-cache.ts";
@@ -12,6 +15,8 @@ import { KeyInserts } from "./services/key-inserts.ts";
 import { EXPIRY_SWEEP_MS, sweepExpiries } from "./services/expiry-sweep.ts";
 import { LAST_USE_FLUSH_MS, LastUse } from "./services/last-use.ts";
 import { every } from "./services/periodic.ts";
+import { Throttle, type ThrottleOptions } from "./services/throttle.ts";
+import { PathScopeCache, type PathScopeCacheOptions } from "./services/path-scope-cache.ts";
 import { INVOKE_TIMEOUT_MS } from "./runtime/runtime.ts";
 import { VERSION } from "./version.ts";
 import type { Database } from "./store/database.ts";
@@ -38,11 +43,17 @@ export interface KeyplaneOptions {
   lastUseFlushMs?: number;
   /** How often this process records expiries that have passed (default 20 s). */
   expirySweepMs?: number;
+  /** Failed-authentication throttling (default 60 failures a minute per client). */
+  throttle?: ThrottleOptions;
+  /** What platform paths name, kept a second by default. */
+  pathScopes?: PathScopeCacheOptions;
+  /** Whose X-Forwarded-For names the client (default none). */
+  trustedProxies?: TrustedProxies;
 }
 
 export interface Keyplane {
   ctx: Context;
-  /** The HTTP handler: the fast path of GET /keys/self in front of the express app. */
+  /** The HTTP handler: /auth and the fast paths of POST /verify and GET /keys/self in front of the express app. */
   app: RequestListener;
   /**
    * Stops the background work: listening for key changes, the expiry sweep, and the last-use
@@ -58,7 +69,8 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   await migrate(db, log, migrations);
   const keyCache = new KeyCache(db, options.keyCache);
   const lastUse = new LastUse(db, keyCache, log);
-  const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), keyCache, keyInserts: new KeyInserts(db), lastUse, clock: options.clock ?? (() => new Date()), log, migrations };
+  const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), keyCache, keyInserts: new KeyInserts(db), lastUse,
+    throttle: new Throttle(options.throttle ?? { failuresPerMinute: 60 }), pathScopes: new PathScopeCache(options.pathScopes), clock: options.clock ?? (() => new Date()), log, migrations };
   // Keys changed by any process (this one included) leave the verification cache; while notifications
   // may be missed, nothing cached is fresh; an announcement that cannot be read drops everything.
   const unlisten = await onKeyChanges(
@@ -67,10 +79,11 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
     (state) => keyCache.listening(state),
     () => keyCache.clear(),
   );
-  const app = withSelfFastPath(
-    ctx,
-    createApp(ctx, { adminToken: options.secrets.adminToken, runtime: { header: options.runtimeHeader, timeoutMs: options.invokeTimeoutMs ?? INVOKE_TIMEOUT_MS }, version: VERSION }),
-  );
+  const trustedProxies = options.trustedProxies ?? parseTrustedProxies("");
+  const auth = new AuthHandler(ctx, trustedProxies);
+  const runtime = { header: options.runtimeHeader, timeoutMs: options.invokeTimeoutMs ?? INVOKE_TIMEOUT_MS };
+  const express = createApp(ctx, { adminToken: options.secrets.adminToken, runtime, version: VERSION, trustedProxies, auth });
+  const app = auth.inFrontOf(withVerifyFastPath(ctx, trustedProxies, withSelfFastPath(ctx, trustedProxies, express)));
   const jobs = [
     every(options.expirySweepMs ?? EXPIRY_SWEEP_MS, () => sweepExpiries(ctx), log, "expiry sweep"),
     every(options.lastUseFlushMs ?? LAST_USE_FLUSH_MS, () => lastUse.flush(), log, "last-use flush"),

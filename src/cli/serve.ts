@@ -13,7 +13,8 @@ export async function serve(config: Config): Promise<void> {
     process.stdout.write(`\nkeyplane admin token (generated, kept in ${config.dataDir}/admin-token):\n\n    ${secrets.adminToken}\n\n`);
   }
   const db = await openDatabase(config, log);
-  const keyplane = await createKeyplane({ db, secrets, runtimeHeader: config.runtimeHeader, log, keyCache: { staleMs: config.staleMs } });
+  const keyplane = await createKeyplane({ db, secrets, runtimeHeader: config.runtimeHeader, log, keyCache: { staleMs: config.staleMs },
+    throttle: { failuresPerMinute: config.authFailuresPerMinute }, trustedProxies: config.trustedProxies });
   const http = await listen(keyplane.app, config.port, config.host);
   const operator = await startOperator(config.operator, keyplane.ctx, log);
   log.info({ url: http.url, database: db.kind, operator: operator ? "on" : "off" }, "keyplane serving");

@@ -11,6 +11,8 @@ import { errorHandler, sendError } from "./errors.ts";
 import { healthRoutes } from "./health-routes.ts";
 import { keysRoutes } from "./keys-routes.ts";
 import { verifyRoutes } from "./verify-routes.ts";
+import { authRoutes, type AuthHandler } from "./auth-routes.ts";
+import { clientAddress, type TrustedProxies } from "./client-address.ts";
 import { openApiDocument } from "./openapi.ts";
 import { logWhenAnswered, requestId } from "./request-log.ts";
 import { mount, type Route } from "./route.ts";
@@ -19,6 +21,10 @@ export interface AppOptions {
   adminToken: string;
   runtime: RuntimeOptions;
   version: string;
+  /** Whose X-Forwarded-For names the client (KEYPLANE_TRUSTED_PROXIES). */
+  trustedProxies: TrustedProxies;
+  /** /auth's handler, for its description (it answers in front of the app). */
+  auth: AuthHandler;
 }
 
 
@@ -42,12 +48,13 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
     ...healthRoutes(ctx, () => (openapi ??= openApiDocument(routes, options.version))),
     ...adminRoutes(ctx, options.runtime),
     ...keysRoutes(ctx),
-    ...verifyRoutes(ctx),
+    ...verifyRoutes(ctx, options.trustedProxies),
+    ...authRoutes(options.auth),
   );
   const router = express.Router({ caseSensitive: true, strict: false });
   mount(router, routes, {
     key: async (req) => {
-      req.principal = await authenticate(ctx, req.headers.authorization);
+      req.principal = await authenticate(ctx, req.headers.authorization, clientAddress(req, options.trustedProxies));
     },
     admin: async (req) => {
       if (!isAdminToken(req.headers.authorization, options.adminToken)) throw unauthorized("The admin token is required.");

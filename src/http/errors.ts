@@ -2,12 +2,13 @@ import type { ServerResponse } from "node:http";
 import type { ErrorRequestHandler } from "express";
 import type { Logger } from "pino";
 import { AppError, codeOf, errorFields, statusOf, StoreUnavailable, type ErrorCode } from "../domain/errors.ts";
+import { Throttled } from "../services/throttle.ts";
 
 // Every error leaves as {"status", "error", "message"} (docs/api.md, "Errors"), through these two functions.
 export function sendError(res: ServerResponse, code: ErrorCode, message: string): void {
   const status = statusOf(code);
   const body = errorBody(code, message);
-  if (status === 401) res.setHeader("WWW-Authenticate", 'Bearer realm="keyplane"');
+  if (status === 401 && !res.hasHeader("WWW-Authenticate")) res.setHeader("WWW-Authenticate", 'Bearer realm="keyplane"');
   res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
   res.end(body);
 }
@@ -45,6 +46,7 @@ export function answerError(res: ServerResponse, error: unknown, log: Logger, re
     return;
   }
   if (error instanceof StoreUnavailable) log.warn({ reason: error.reason, reqId }, "database unavailable");
+  if (error instanceof Throttled) res.setHeader("Retry-After", String(error.retryAfter));
   if (error instanceof AppError) return sendError(res, error.code, error.message);
   const parsed = parserError(error as { type?: string });
   if (parsed) return sendError(res, ...parsed);

@@ -52,6 +52,7 @@ const PARAMETERS: Record<string, string> = {
   subscriber: "A subscriber: its msisdn first (within the domain, or the caller's), then id, then uuid; on key paths also `self`.",
   user: "A user: its id, uuid or email.",
   keyId: "A key: its keyId (the token) or, to keep tokens out of URLs, its numeric id.",
+  path: "The original request's path, as Envoy's ext_authz path_prefix sends it (any number of segments).",
 };
 
 const TAGS: Record<string, string> = {
@@ -101,6 +102,8 @@ export function refusalsOf(r: Route): ErrorCode[] {
   const codes = new Set<ErrorCode>(ALWAYS);
   if (r.auth !== "none") codes.add("unauthorized");
   if (r.auth !== "none" && r.database !== false) codes.add("unavailable");
+  // A client over its failed authentications gets 429 wherever it presents a key (docs/gateways.md).
+  if (r.auth === "key") codes.add("rate_limited");
   for (const code of r.refusals ?? []) codes.add(code);
   return [...codes].sort((a, b) => statusOf(a) - statusOf(b));
 }
@@ -169,6 +172,12 @@ export function openApiDocument(routes: Route[], version: string): object {
         "WWW-Authenticate": { description: 'Bearer realm="keyplane"', schema: { type: "string" } },
         Link: { description: 'The next page of a list: `<...>; rel="next"`, while more remain.', schema: { type: "string" } },
         Allow: { description: "The methods the path takes.", schema: { type: "string" } },
+        "Retry-After": { description: "Whole seconds (1 to 60) until the client's failed authentications fall back under the limit.", schema: { type: "integer", minimum: 1, maximum: 60 }, example: 42 },
+        "X-Keyplane-Key-Id": { description: "The key's numeric id (never its token).", schema: { type: "string" }, example: "17" },
+        "X-Keyplane-Key-Type": { description: "The key's type: customer, user, application or subscriber.", schema: { type: "string" }, example: "customer" },
+        "X-Keyplane-Level": { description: "The key's level: customer, domain, application or subscriber.", schema: { type: "string" }, example: "domain" },
+        "X-Keyplane-Customer-Id": { description: "The key's customer's id.", schema: { type: "string" }, example: "1" },
+        "X-Keyplane-Customer": { description: "The key's customer's name (outside printable ASCII, and `%`, percent-encoded UTF-8).", schema: { type: "string" }, example: "acme" },
       },
       // The refusals some operation can answer, and 405, which answers the methods no operation takes.
       responses: Object.fromEntries(Object.entries(ERROR_NAMES).filter(([code]) => answered.has(code as ErrorCode)).map(([code, name]) => {
@@ -177,6 +186,7 @@ export function openApiDocument(routes: Route[], version: string): object {
           "X-Request-Id": ref("XRequestId", "headers"),
           ...(status === 401 && { "WWW-Authenticate": ref("WWW-Authenticate", "headers") }),
           ...(status === 405 && { Allow: ref("Allow", "headers") }),
+          ...(status === 429 && { "Retry-After": ref("Retry-After", "headers") }),
         };
         const example = { status, error: code, message: ERROR_TEXT[code as ErrorCode] };
         return [name, { description: ERROR_TEXT[code as ErrorCode], headers, content: { "application/json": { schema: ref("Error"), example } } }];

@@ -20,7 +20,7 @@ export interface Route<B = unknown, Q = unknown> {
   auth: "key" | "admin" | "none";
   body?: z.ZodType<B>;
   query?: z.ZodType<Q>;
-  ok: { status: number; description: string; schema?: z.ZodType; headers?: "Link"[] };
+  ok: { status: number; description: string; schema?: z.ZodType; headers?: string[] };
   /** What else this operation can answer, beyond what every operation can (see openapi.ts). */
   refusals?: ErrorCode[];
   /** false for the few operations that answer without the database (/healthz, /openapi.json). */
@@ -35,7 +35,7 @@ export function route<B = undefined, Q = undefined>(r: Route<B, Q>): Route {
   return r as unknown as Route;
 }
 
-function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
+export function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
   if (!schema) return undefined as T;
   const result = schema.safeParse(value);
   if (result.success) return result.data;

@@ -5,6 +5,7 @@ import type { StoredKey } from "../domain/model.ts";
 import { hasBody } from "./body.ts";
 import { answerError, sendError } from "./errors.ts";
 import { callerKeyJson } from "./present.ts";
+import { clientAddress, type TrustedProxies } from "./client-address.ts";
 import { logWhenAnswered, requestId, type Answering } from "./request-log.ts";
 
 // GET /keys/self is how clients check a key, and checking keys is what keyplane does most: it is
@@ -13,7 +14,7 @@ import { logWhenAnswered, requestId, type Answering } from "./request-log.ts";
 // path stays: it describes the operation in /openapi.json and answers the other methods.
 const SELF = /^\/(api)?keys\/self\/?(\?|$)/;
 
-export function withSelfFastPath(ctx: Context, next: RequestListener): RequestListener {
+export function withSelfFastPath(ctx: Context, trusted: TrustedProxies, next: RequestListener): RequestListener {
   // The answer of each cached key, serialised once: the verification cache hands out the same object
   // until the key changes, and a changed key is a new object, so a stale body cannot be served. It is
   // kept as a string: Node sends a string body in one write with the headers, a Buffer in a second.
@@ -23,7 +24,7 @@ export function withSelfFastPath(ctx: Context, next: RequestListener): RequestLi
     const reqId = requestId(req, res);
     const answering: Answering = { route: "/keys/self" };
     logWhenAnswered(ctx.log, req, res, reqId, answering);
-    verify(ctx, req.headers.authorization).then(
+    verify(ctx, req.headers.authorization, clientAddress(req, trusted)).then(
       (principal) => {
         if ("refused" in principal) return sendError(res, "unauthorized", principal.refused);
         answering.key = principal.key.id;

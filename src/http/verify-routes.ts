@@ -1,26 +1,73 @@
+import type { RequestListener, ServerResponse } from "node:http";
 import type { Context } from "../services/context.ts";
-import { verifyRequest } from "../services/verify.ts";
+import { verifyRequest, type Verdict } from "../services/verify.ts";
+import { BODY_LIMIT, isJson } from "./body.ts";
+import { clientAddress, type TrustedProxies } from "./client-address.ts";
+import { answerError, sendError } from "./errors.ts";
 import { verifiedKeyJson } from "./present.ts";
-import { route, type Route } from "./route.ts";
+import { logWhenAnswered, requestId, type Answering } from "./request-log.ts";
+import { parse, route, type Route } from "./route.ts";
 import { verdictObject, verifyBody } from "./schemas.ts";
 
 // POST /verify: a verdict for a platform service on a token it was given (docs/api.md, "Verification").
 // The token travels in the body; the answer is 200 whatever the token, with the verdict's code.
-export function verifyRoutes(ctx: Context): Route[] {
+export function verifyRoutes(ctx: Context, trusted: TrustedProxies): Route[] {
   return [
     route({
       method: "post", path: "/verify", operationId: "verifyKey", tag: "verification", auth: "none", body: verifyBody,
-      refusals: ["unavailable"],
+      refusals: ["rate_limited", "unavailable"],
       summary: "May this token do this method on this platform path? A verdict, whatever the token",
       ok: { status: 200, description: "The verdict; the key (without its keyId) when it is usable", schema: verdictObject },
-      handle: async (_req, res, { body }) => {
-        const verdict = await verifyRequest(ctx, { token: body.key, method: body.method ?? "GET", path: body.path });
-        res.json({
-          valid: verdict.code === "VALID",
-          code: verdict.code,
-          ...("key" in verdict && { key: verifiedKeyJson(verdict.key, verdict.level) }),
-        });
+      handle: async (req, res, { body }) => {
+        res.json(await verdict(ctx, clientAddress(req, trusted), body));
       },
     }),
   ];
+}
+
+type VerifyBody = ReturnType<typeof verifyBody.parse>;
+
+async function verdict(ctx: Context, client: string, body: VerifyBody): Promise<object> {
+  const v: Verdict = await verifyRequest(ctx, { endpoint: "verify", client, token: body.key, method: body.method ?? "GET", path: body.path });
+  return { valid: v.code === "VALID", code: v.code, ...("key" in v && { key: verifiedKeyJson(v.key, v.level) }) };
+}
+
+const VERIFY = /^\/verify\/?(\?|$)/;
+const PLAIN_JSON = /^application\/json\s*(;\s*charset=("?)utf-8\2\s*)?$/i;
+
+/**
+ * POST /verify is what platform services call on every request they serve: its plain form (a JSON
+ * body in UTF-8 of a declared length within the limit, no encoding, no expectation) is answered here,
+ * before express, as GET /keys/self is. Every other form goes on to `next`, the express route of the
+ * same path, which answers it the same way.
+ */
+export function withVerifyFastPath(ctx: Context, trusted: TrustedProxies, next: RequestListener): RequestListener {
+  return (req, res) => {
+    const h = req.headers;
+    const length = Number(h["content-length"]);
+    const plain = req.method === "POST" && VERIFY.test(req.url ?? "") && isJson(req) && PLAIN_JSON.test(h["content-type"] ?? "") &&
+      length > 0 && length <= BODY_LIMIT && h["transfer-encoding"] === undefined && h["content-encoding"] === undefined && h.expect === undefined;
+    if (!plain) return next(req, res);
+    const reqId = requestId(req, res);
+    const answering: Answering = { route: "/verify" };
+    logWhenAnswered(ctx.log, req, res, reqId, answering);
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.once("end", () => {
+      let input: unknown;
+      try {
+        input = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      } catch {
+        return sendError(res, "bad_request", "The request body is not valid JSON.");
+      }
+      Promise.resolve()
+        .then(() => verdict(ctx, clientAddress(req, trusted), parse(verifyBody, input, "request body")))
+        .then((body) => sendJson(res, JSON.stringify(body)), (error: unknown) => answerError(res, error, ctx.log, reqId));
+    });
+  };
+}
+
+function sendJson(res: ServerResponse, text: string): void {
+  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(text) });
+  res.end(text);
 }

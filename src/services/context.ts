@@ -5,6 +5,8 @@ import type { Migration } from "../store/migrate.ts";
 import type { KeyCache } from "./key-cache.ts";
 import type { KeyInserts } from "./key-inserts.ts";
 import type { LastUse } from "./last-use.ts";
+import type { PathScopeCache } from "./path-scope-cache.ts";
+import type { Throttle } from "./throttle.ts";
 
 /** What every use case runs with: injected, so tests control the clock and the store. */
 export interface Context {
@@ -15,6 +17,10 @@ export interface Context {
   keyInserts: KeyInserts;
   /** When keys were last used, kept in memory and written in batches. */
   lastUse: LastUse;
+  /** Failed authentications by client, for throttling. */
+  throttle: Throttle;
+  /** What platform paths name, for /auth and POST /verify. */
+  pathScopes: PathScopeCache;
   clock: () => Date;
   log: Logger;
   /** The migrations this release knows: all applied means the database is ready. */

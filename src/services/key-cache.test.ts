@@ -186,4 +186,27 @@ describe("KeyCache", () => {
     expect((await v.lookup(hash(5)))?.lastUsedAt).toEqual(at); // from the stale window, as before
     expect(v.stats().size).toBe(1);
   });
+
+  it("tells a key it holds fresh without asking the database, and nothing else (for throttled clients)", async () => {
+    const store = fakeStore();
+    store.live.add(hash(1).toString("hex"));
+    let now = 1_000;
+    const v = new KeyCache(store, { ttlMs: 100, now: () => now });
+    expect(v.known(hash(1))).toBeUndefined(); // never looked up
+    await v.lookup(hash(1));
+    await v.lookup(hash(2)); // unknown: a negative entry
+    const queries = store.queries;
+    expect(v.known(hash(1))).toMatchObject({ id: 1 });
+    expect(v.known(hash(2))).toBeUndefined();
+    v.listening("lost");
+    expect(v.known(hash(1))).toBeUndefined(); // nothing is fresh while notifications may be missed
+    v.listening("restored");
+    await v.lookup(hash(1));
+    now += 100;
+    expect(v.known(hash(1))).toBeUndefined(); // past its TTL
+    await v.lookup(hash(1));
+    v.invalidate(hash(1).toString("hex"));
+    expect(v.known(hash(1))).toBeUndefined();
+    expect(store.queries).toBe(queries + 2);
+  });
 });

@@ -69,7 +69,7 @@ export class KeyCache {
     const id = hash.toString("hex");
     const cached = this.#cache.get(id);
     const now = this.#now();
-    if (cached && this.#listening && cached.at > this.#freshSince && now - cached.at < this.#ttlMs) {
+    if (cached && this.#isFresh(cached, now)) {
       this.#stats.hits++;
       return cached.value === UNKNOWN ? undefined : cached.value;
     }
@@ -88,6 +88,21 @@ export class KeyCache {
     }
     if (epoch === this.#epoch) this.#cache.set(id, { value: found ?? UNKNOWN, at: now });
     return found;
+  }
+
+  /**
+   * The key behind a token hash as far as the cache knows it fresh, without asking the database:
+   * undefined when it holds no fresh key (unknown, or not cached). For throttled clients.
+   */
+  known(hash: Buffer): StoredKey | undefined {
+    const cached = this.#cache.get(hash.toString("hex"));
+    if (!cached || cached.value === UNKNOWN || !this.#isFresh(cached, this.#now())) return undefined;
+    this.#stats.hits++;
+    return cached.value;
+  }
+
+  #isFresh(entry: Entry, now: number): boolean {
+    return this.#listening && entry.at > this.#freshSince && now - entry.at < this.#ttlMs;
   }
 
   /** A key seen valid within the stale window (none with a window of 0, even at the same instant). */

@@ -1,11 +1,10 @@
 import { mayReach } from "../domain/access.ts";
-import { keyState } from "../domain/key-state.ts";
 import type { StoredKey } from "../domain/model.ts";
 import { normalizePath, platformTarget } from "../domain/platform-path.ts";
 import { levelOf, scopeOf, type Level } from "../domain/scope.ts";
-import { isTokenFormat, tokenHash } from "../domain/token.ts";
+import { recordAuthentication } from "./auth-outcome.ts";
+import { usableKey } from "./authenticate.ts";
 import type { Context } from "./context.ts";
-import { resolvePathScope } from "./path-scope.ts";
 
 // Verification for the rest of the platform (docs/api.md, "Verification"): may this token do this
 // method on this path? One answer for POST /verify and /auth, by the level rules of domain/access.ts.
@@ -17,30 +16,31 @@ export type Verdict =
   | { code: Exclude<VerdictCode, "VALID" | "FORBIDDEN"> };
 
 export interface VerifyRequest {
-  token: string | undefined;
+  endpoint: "verify" | "auth";
+  /** Who asks (http/client-address.ts): failures are counted against it. */
+  client: string;
+  token: string;
   /** The original request's method, upper-case. */
   method: string;
   /** The original request's path (a query is ignored); undefined: no path to check. */
   path: string | undefined;
 }
 
+/** The verdict on a request; throws Throttled (429) for a throttled client whose token is not known valid. */
 export async function verifyRequest(ctx: Context, req: VerifyRequest): Promise<Verdict> {
-  if (req.token === undefined || !isTokenFormat(req.token)) return { code: "MALFORMED" };
-  const key = await ctx.keyCache.lookup(tokenHash(req.token));
-  if (!key) return { code: "UNKNOWN" };
-  const now = ctx.clock();
-  const state = keyState(key, now);
-  if (state === "expired") return { code: "EXPIRED" };
-  if (state === "disabled") return { code: "DISABLED" };
-  // A usable key has authenticated, whatever the path's verdict: its last use moves (in batches).
-  ctx.lastUse.record(key, now);
+  const key = await usableKey(ctx, req.endpoint, req.client, req.token);
+  if (typeof key === "string") return { code: key.toUpperCase() as Uppercase<typeof key> };
+  const reaches = req.path === undefined || (await mayReachPath(ctx, key, req.method, req.path));
+  recordAuthentication(ctx, req.endpoint, req.client, reaches ? "valid" : "forbidden");
+  return { code: reaches ? "VALID" : "FORBIDDEN", key, level: levelOf(scopeOf(key)) };
+}
+
+async function mayReachPath(ctx: Context, key: StoredKey, method: string, path: string): Promise<boolean> {
+  const segments = normalizePath(path);
+  if (!segments) return false;
   const caller = scopeOf(key);
-  const level = levelOf(caller);
-  if (req.path === undefined) return { code: "VALID", key, level };
-  const segments = normalizePath(req.path);
-  if (!segments) return { code: "FORBIDDEN", key, level };
   const { refs, atApplication } = platformTarget(segments);
-  const named = Object.keys(refs).length === 0 ? undefined : await resolvePathScope(ctx, refs, caller);
-  if (Object.keys(refs).length > 0 && !named) return { code: "FORBIDDEN", key, level };
-  return { code: mayReach(caller, named, req.method, atApplication) ? "VALID" : "FORBIDDEN", key, level };
+  if (Object.keys(refs).length === 0) return mayReach(caller, undefined, method, atApplication);
+  const named = await ctx.pathScopes.resolve(ctx, refs, caller);
+  return named !== undefined && mayReach(caller, named, method, atApplication);
 }

@@ -63,7 +63,7 @@ describe.each(backends())("last use on %s", (backend) => {
     let lastAuthenticated = time.now();
     for (let i = 0; i < 10_000; i++) {
       lastAuthenticated = time.now();
-      await authenticate(svc.ctx, `Bearer ${key.keyId}`);
+      await authenticate(svc.ctx, `Bearer ${key.keyId}`, "127.0.0.1");
       time.advance(10);
       const now = Math.floor(time.now().getTime() / 60_000);
       if (now !== minute) {
@@ -93,7 +93,7 @@ describe.each(backends())("last use on %s", (backend) => {
     const before = { ...counts };
     await svc.ctx.lastUse.flush();
     expect(counts.transactions - before.transactions).toBe(0);
-    for (const key of used) await authenticate(svc.ctx, `Bearer ${key.keyId}`);
+    for (const key of used) await authenticate(svc.ctx, `Bearer ${key.keyId}`, "127.0.0.1");
     await svc.ctx.lastUse.flush();
     expect(counts.lastUseWrites - before.lastUseWrites).toBe(1);
     for (const key of used) expect(await stored(key.id)).toEqual(time.now());
@@ -105,9 +105,9 @@ describe.each(backends())("last use on %s", (backend) => {
     const peer = await startPeer(svc, { clock: time.clock, lastUseFlushMs: 3_600_000 });
     try {
       const early = time.now();
-      await authenticate(peer.ctx, `Bearer ${key.keyId}`);
+      await authenticate(peer.ctx, `Bearer ${key.keyId}`, "127.0.0.1");
       time.advance(30 * SECOND);
-      await authenticate(svc.ctx, `Bearer ${key.keyId}`);
+      await authenticate(svc.ctx, `Bearer ${key.keyId}`, "127.0.0.1");
       await svc.ctx.lastUse.flush();
       await peer.ctx.lastUse.flush();
       expect(await stored(key.id)).toEqual(new Date(early.getTime() + 30 * SECOND));
@@ -119,7 +119,7 @@ describe.each(backends())("last use on %s", (backend) => {
   it("is written when a process stops", async () => {
     const key = await provision("at-shutdown");
     const peer = await startPeer(svc, { clock: time.clock, lastUseFlushMs: 3_600_000 });
-    await authenticate(peer.ctx, `Bearer ${key.keyId}`);
+    await authenticate(peer.ctx, `Bearer ${key.keyId}`, "127.0.0.1");
     expect(await stored(key.id)).toBeNull();
     await peer.stop();
     expect(await stored(key.id)).toEqual(time.now());
@@ -139,7 +139,7 @@ describe.each(backends())("last use on %s", (backend) => {
   it("is not touched by a refused authentication", async () => {
     const key = await provision("disabled");
     await svc.as(root).put(`/keys/${key.id}`, { active: false });
-    await expect(authenticate(svc.ctx, `Bearer ${key.keyId}`)).rejects.toMatchObject({ code: "unauthorized" });
+    await expect(authenticate(svc.ctx, `Bearer ${key.keyId}`, "127.0.0.1")).rejects.toMatchObject({ code: "unauthorized" });
     await svc.ctx.lastUse.flush();
     expect(await stored(key.id)).toBeNull();
   });

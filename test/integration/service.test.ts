@@ -3,10 +3,14 @@ import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSealer } from "../../src/domain/seal.ts";
 import { createApp } from "../../src/http/app.ts";
+import { AuthHandler } from "../../src/http/auth-routes.ts";
+import { parseTrustedProxies } from "../../src/http/client-address.ts";
 import { listen } from "../../src/http/server.ts";
 import { LastUse } from "../../src/services/last-use.ts";
 import { KeyCache } from "../../src/services/key-cache.ts";
 import { KeyInserts } from "../../src/services/key-inserts.ts";
+import { Throttle } from "../../src/services/throttle.ts";
+import { PathScopeCache } from "../../src/services/path-scope-cache.ts";
 import { loadMigrations } from "../../src/store/migrate.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
 import { captureLogger, startService, type TestService } from "../support/service.ts";
@@ -70,8 +74,10 @@ describe("a PostgreSQL server that cannot be reached", () => {
     const log = captureLogger(logs);
     const db = openPostgres({ connectionString: "postgres://keyplane@127.0.0.1:1/keyplane", log });
     const keyCache = new KeyCache(db);
-    const ctx = { db, sealer: createSealer(randomBytes(32)), keyCache, keyInserts: new KeyInserts(db), lastUse: new LastUse(db, keyCache, log), clock: () => new Date(), log, migrations: await loadMigrations() };
-    const app = createApp(ctx, { adminToken: "a".repeat(32), runtime: { header: "X-SVC-APIKey", timeoutMs: 10_000 }, version: "test" });
+    const ctx = { db, sealer: createSealer(randomBytes(32)), keyCache, keyInserts: new KeyInserts(db), lastUse: new LastUse(db, keyCache, log),
+      throttle: new Throttle({ failuresPerMinute: 60 }), pathScopes: new PathScopeCache(), clock: () => new Date(), log, migrations: await loadMigrations() };
+    const trustedProxies = parseTrustedProxies("");
+    const app = createApp(ctx, { adminToken: "a".repeat(32), runtime: { header: "X-SVC-APIKey", timeoutMs: 10_000 }, version: "test", trustedProxies, auth: new AuthHandler(ctx, trustedProxies) });
     try {
       const started = Date.now();
       for (const req of [

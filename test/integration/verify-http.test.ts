@@ -1,5 +1,7 @@
 import fc from "fast-check";
+import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listen } from "../../src/http/server.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";
@@ -124,5 +126,30 @@ describe.each(backends())("POST /verify on %s", (backend) => {
       ),
       { numRuns: 100 },
     );
+  });
+
+  it("answers alike whether its fast path or express takes the request (a chunked body, a charset, bad JSON, a bad shape)", async () => {
+    const server = await listen(svc.app, 0, "127.0.0.1");
+    const post = (body: string, headers: Record<string, string>) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = request(`${server.url}/verify`, { method: "POST", headers }, (res) => {
+          let text = "";
+          res.on("data", (chunk: Buffer) => (text += chunk.toString()));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+        });
+        req.on("error", reject);
+        req.end(body);
+      });
+    try {
+      for (const body of [JSON.stringify({ key: acme.keys.domain, path: "/domains/sip.acme.example/x" }), "{nope", JSON.stringify({ key: 7 })]) {
+        const plain = await post(body, { "Content-Type": "application/json", "Content-Length": String(Buffer.byteLength(body)) });
+        const chunked = await post(body, { "Content-Type": "application/json", "Transfer-Encoding": "chunked" });
+        const charset = await post(body, { "Content-Type": "application/json; charset=UTF-8", "Content-Length": String(Buffer.byteLength(body)) });
+        expect(chunked).toEqual(plain);
+        expect(charset).toEqual(plain);
+      }
+    } finally {
+      await server.close(0);
+    }
   });
 });

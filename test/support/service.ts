@@ -4,6 +4,9 @@ import supertest from "supertest";
 import { createKeyplane, type Keyplane } from "../../src/keyplane.ts";
 import { createLogger } from "../../src/logging.ts";
 import type { KeyCacheOptions } from "../../src/services/key-cache.ts";
+import type { ThrottleOptions } from "../../src/services/throttle.ts";
+import type { PathScopeCacheOptions } from "../../src/services/path-scope-cache.ts";
+import type { TrustedProxies } from "../../src/http/client-address.ts";
 import { Conformance } from "./conformance.ts";
 import { openTestDatabase, type Backend, type TestDatabase } from "./databases.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
@@ -54,6 +57,10 @@ export interface TestServiceOptions {
   /** The background jobs' intervals; tests that drive them by hand set these out of the way. */
   lastUseFlushMs?: number;
   expirySweepMs?: number;
+  /** Failed-authentication throttling: off in effect unless a suite sets a limit (the suites fail a lot from one address). */
+  throttle?: ThrottleOptions;
+  trustedProxies?: TrustedProxies;
+  pathScopes?: PathScopeCacheOptions;
 }
 
 export function captureLogger(logs: string[], secrets: string[] = []): Logger {
@@ -76,6 +83,9 @@ export async function startService(backend: Backend, options: TestServiceOptions
     keyCache: options.keyCache,
     lastUseFlushMs: options.lastUseFlushMs,
     expirySweepMs: options.expirySweepMs,
+    throttle: options.throttle ?? { failuresPerMinute: 1_000_000 },
+    trustedProxies: options.trustedProxies,
+    pathScopes: options.pathScopes,
   });
   // Every answer this service gives is checked against its own /openapi.json (conformance.ts).
   const app = (await conformanceOf(keyplane.app)).wrap(keyplane.app);

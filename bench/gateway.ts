@@ -1,0 +1,115 @@
+import type autocannon from "autocannon";
+import { freePort as nginxPort, nginxMissing, shippedConfig, startNginx } from "../test/support/nginx.ts";
+import type { BenchDatabase } from "./database.ts";
+import { load, type LoadResult } from "./load.ts";
+import { startBare, type Server } from "./processes.ts";
+
+// The gateway phase (bench/README.md): /auth and POST /verify with a valid key on a customer path
+// (names to resolve), each against a bare node:http server in the same run, with the database's
+// transactions per request after warm-up; then a real nginx in front of a bare upstream, without and
+// with auth_request to keyplane (the shipped deploy/nginx/keyplane.conf).
+
+export interface GatewayTools {
+  connections: number;
+  seconds: number;
+  warmupSeconds: number;
+  say(text: string): void;
+  metered(name: string, servers: Server[], run: () => Promise<LoadResult>): Promise<LoadResult>;
+  expectAnswers(what: string, result: LoadResult, allowed: string[]): void;
+  problem(text: string): void;
+}
+
+export interface GatewayFigures {
+  authVsBare: number;
+  authP50Ms: number;
+  authP99Ms: number;
+  authQueriesPerRequest: number;
+  verifyVsBare: number;
+  verifyP50Ms: number;
+  verifyP99Ms: number;
+  verifyQueriesPerRequest: number;
+  nginxAuthVsPlain: number;
+}
+
+const round = (n: number, digits = 3) => Number(n.toFixed(digits));
+
+export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase, fixture: { customer: string; token: string }): Promise<{ figures: GatewayFigures; details: Record<string, string> }> {
+  const path = `/customers/${fixture.customer}/invoices`;
+  const auth: autocannon.Request[] = [{ method: "GET", path: "/auth", headers: { authorization: `Bearer ${fixture.token}`, "x-original-method": "GET", "x-original-uri": path } }];
+  const verify: autocannon.Request[] = [{ method: "POST", path: "/verify", headers: { "content-type": "application/json" }, body: JSON.stringify({ key: fixture.token, path }) }];
+  const run = (url: string, requests: autocannon.Request[], duration = t.seconds) => load({ url, connections: t.connections, duration, requests });
+  const bare = await startBare("{}");
+  const details: Record<string, string> = {};
+  try {
+    t.say(`gateway: warm-up ${t.warmupSeconds} s each on bare node:http, /auth and /verify`);
+    await run(bare.url, auth, t.warmupSeconds);
+    await run(a.url, auth, t.warmupSeconds);
+    await run(a.url, verify, t.warmupSeconds);
+    const bareBefore = await t.metered("gateway: bare node:http", [bare], () => run(bare.url, auth));
+    const measured = async (name: string, requests: autocannon.Request[]) => {
+      const from = await db.transactions();
+      const result = await t.metered(name, [a], () => run(a.url, requests));
+      const transactions = (await db.transactions()) - from;
+      t.expectAnswers(name, result, ["200"]);
+      return { result, queriesPerRequest: Math.max(0, transactions) / result.requests };
+    };
+    t.say(`gateway: GET /auth, ${t.connections} connections, ${t.seconds} s`);
+    const authRun = await measured("GET /auth", auth);
+    t.say(`gateway: POST /verify, ${t.connections} connections, ${t.seconds} s`);
+    const verifyRun = await measured("POST /verify", verify);
+    const bareAfter = await t.metered("gateway: bare node:http, again", [bare], () => run(bare.url, auth));
+    t.expectAnswers("gateway: bare", bareBefore, ["200"]);
+    t.expectAnswers("gateway: bare", bareAfter, ["200"]);
+    const bareRps = (bareBefore.requestsPerSecond + bareAfter.requestsPerSecond) / 2;
+    details.authVsBare = `${Math.round(authRun.result.requestsPerSecond)} vs ${Math.round(bareRps)} req/s`;
+    details.verifyVsBare = `${Math.round(verifyRun.result.requestsPerSecond)} vs ${Math.round(bareRps)} req/s`;
+    details.authQueriesPerRequest = "PostgreSQL transactions counted over the run (pg_stat_database, read at once: approximate)";
+
+    const nginx = await nginxRatio(t, a, bare, path, fixture.token, details);
+    return {
+      figures: {
+        authVsBare: round(authRun.result.requestsPerSecond / bareRps),
+        authP50Ms: round(authRun.result.latency.p50),
+        authP99Ms: round(authRun.result.latency.p99),
+        authQueriesPerRequest: round(authRun.queriesPerRequest, 4),
+        verifyVsBare: round(verifyRun.result.requestsPerSecond / bareRps),
+        verifyP50Ms: round(verifyRun.result.latency.p50),
+        verifyP99Ms: round(verifyRun.result.latency.p99),
+        verifyQueriesPerRequest: round(verifyRun.queriesPerRequest, 4),
+        nginxAuthVsPlain: nginx,
+      },
+      details,
+    };
+  } finally {
+    await bare.stop();
+  }
+}
+
+/** nginx in front of the bare server: throughput with auth_request to keyplane ÷ throughput without. */
+async function nginxRatio(t: GatewayTools, a: Server, bare: Server, path: string, token: string, details: Record<string, string>): Promise<number> {
+  const missing = nginxMissing();
+  if (missing) {
+    t.problem(`gateway: ${missing}`);
+    return NaN;
+  }
+  const [plainPort, authPort] = [await nginxPort(), await nginxPort()];
+  const bareHost = new URL(bare.url).host;
+  const plain = `server {\n  listen 127.0.0.1:${plainPort};\n  location / {\n    proxy_http_version 1.1;\n    proxy_set_header Connection "";\n    proxy_pass http://plain_api;\n  }\n}\nupstream plain_api {\n  server ${bareHost};\n  keepalive 32;\n}\n`;
+  const gated = await shippedConfig({ listen: authPort, keyplane: new URL(a.url).host, api: bareHost });
+  const nginx = await startNginx(plain + gated, authPort);
+  try {
+    const requests: autocannon.Request[] = [{ method: "GET", path, headers: { authorization: `Bearer ${token}` } }];
+    const plainUrl = `http://127.0.0.1:${plainPort}`;
+    t.say(`gateway: nginx in front of bare node:http, without and with auth_request to keyplane, ${t.seconds} s each`);
+    await load({ url: plainUrl, connections: t.connections, duration: t.warmupSeconds, requests });
+    await load({ url: nginx.url, connections: t.connections, duration: t.warmupSeconds, requests });
+    const without = await t.metered("nginx without auth_request", [bare], () => load({ url: plainUrl, connections: t.connections, duration: t.seconds, requests }));
+    const withAuth = await t.metered("nginx with auth_request", [a, bare], () => load({ url: nginx.url, connections: t.connections, duration: t.seconds, requests }));
+    t.expectAnswers("nginx without auth_request", without, ["200"]);
+    t.expectAnswers("nginx with auth_request", withAuth, ["200"]);
+    details.nginxAuthVsPlain = `${Math.round(withAuth.requestsPerSecond)} vs ${Math.round(without.requestsPerSecond)} req/s; p99 ${round(withAuth.latency.p99)} vs ${round(without.latency.p99)} ms`;
+    return round(withAuth.requestsPerSecond / without.requestsPerSecond);
+  } finally {
+    await nginx.stop();
+  }
+}

@@ -1,0 +1,130 @@
+import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
+import type { StoredKey } from "../domain/model.ts";
+import { levelOf, scopeOf } from "../domain/scope.ts";
+import { bearerToken } from "../services/authenticate.ts";
+import type { Context } from "../services/context.ts";
+import { verifyRequest } from "../services/verify.ts";
+import { clientAddress, type TrustedProxies } from "./client-address.ts";
+import { answerError, sendError } from "./errors.ts";
+import { logWhenAnswered, requestId, type Answering } from "./request-log.ts";
+import { route, type Route } from "./route.ts";
+
+// /auth: forward authentication for gateways (docs/gateways.md). Any method on /auth and /auth/...;
+// the original request's method and path come from the gateway's headers (nginx, then Traefik), else
+// from this request itself (Envoy, which sends the original path after the /auth prefix). It is
+// answered here, before express, as GET /keys/self is: a gateway asks it for every request it passes.
+const AUTH = /^\/auth(?=[/?]|$)/;
+
+export interface OriginalRequest {
+  method: string;
+  /** Without its query. */
+  path: string;
+}
+
+/** The request a gateway asks about, from its headers or, failing them, from the request's own line. */
+export function originalRequest(req: Pick<IncomingMessage, "method" | "url" | "headers">): OriginalRequest {
+  const h = (name: string) => [req.headers[name]].flat()[0];
+  const own = req.method ?? "GET";
+  const [method, uri] =
+    h("x-original-uri") !== undefined ? [h("x-original-method") ?? own, h("x-original-uri")!]
+    : h("x-forwarded-uri") !== undefined ? [h("x-forwarded-method") ?? own, h("x-forwarded-uri")!]
+    : [own, (req.url ?? "").replace(AUTH, "") || "/"];
+  const path = uri.split("?")[0]!;
+  return { method: method.toUpperCase(), path: path === "" ? "/" : path };
+}
+
+/** A name as a header value: printable ASCII as it is; other characters, and `%`, percent-encoded as UTF-8. */
+export function headerText(name: string): string {
+  return name.replace(/[^\x20-\x24\x26-\x7e]/gu, (c) => encodeURIComponent(c));
+}
+
+/** What the upstream learns of the caller: never the token. */
+export function identityHeaders(key: StoredKey): Record<string, string> {
+  const headers: Record<string, string> = {
+    "X-Keyplane-Key-Id": String(key.id),
+    "X-Keyplane-Key-Type": key.type,
+    "X-Keyplane-Level": levelOf(scopeOf(key)),
+    "X-Keyplane-Customer-Id": String(key.tenantId),
+    "X-Keyplane-Customer": headerText(key.tenant.name),
+  };
+  if (key.domainId !== null) headers["X-Keyplane-Domain-Id"] = String(key.domainId);
+  if (key.domain) headers["X-Keyplane-Domain"] = headerText(key.domain.domain);
+  if (key.applicationId !== null) headers["X-Keyplane-Application-Id"] = String(key.applicationId);
+  if (key.subscriberId !== null) headers["X-Keyplane-Subscriber-Id"] = String(key.subscriberId);
+  if (key.userId !== null) headers["X-Keyplane-User-Id"] = String(key.userId);
+  return headers;
+}
+
+function refuse(res: ServerResponse, error: "invalid_token" | "insufficient_scope" | undefined, message: string): void {
+  res.setHeader("WWW-Authenticate", `Bearer realm="keyplane"${error ? `, error="${error}"` : ""}`);
+  sendError(res, "unauthorized", message);
+}
+
+export class AuthHandler {
+  readonly #ctx: Context;
+  readonly #trusted: TrustedProxies;
+  // Each cached key's headers, worked out once: the verification cache hands out the same object
+  // until the key changes, and a changed key is a new object.
+  readonly #identities = new WeakMap<StoredKey, Record<string, string>>();
+
+  constructor(ctx: Context, trusted: TrustedProxies) {
+    this.#ctx = ctx;
+    this.#trusted = trusted;
+  }
+
+  /** Answers /auth: 200 with the identity headers, 401, 429 or 503. */
+  async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const token = bearerToken(req.headers.authorization);
+    if (token === undefined) return refuse(res, undefined, "An Authorization: Bearer <API key> header is required.");
+    const { method, path } = originalRequest(req);
+    const verdict = await verifyRequest(this.#ctx, { endpoint: "auth", client: clientAddress(req, this.#trusted), token, method, path });
+    if (verdict.code === "FORBIDDEN") return refuse(res, "insufficient_scope", "This key may not reach this path with this method.");
+    if (verdict.code !== "VALID") return refuse(res, "invalid_token", "The key is malformed, unknown, disabled or expired.");
+    let headers = this.#identities.get(verdict.key);
+    if (!headers) this.#identities.set(verdict.key, (headers = { ...identityHeaders(verdict.key), "Content-Length": "0" }));
+    res.writeHead(200, headers);
+    res.end();
+  }
+
+  /** The handler of /auth in front of `next`, which gets every other request. */
+  inFrontOf(next: RequestListener): RequestListener {
+    return (req, res) => {
+      if (!AUTH.test(req.url ?? "")) return next(req, res);
+      const reqId = requestId(req, res);
+      const answering: Answering = { route: "/auth" };
+      logWhenAnswered(this.#ctx.log, req, res, reqId, answering);
+      this.answer(req, res).catch((error: unknown) => answerError(res, error, this.#ctx.log, reqId));
+    };
+  }
+}
+
+const IDENTITY = ["X-Keyplane-Key-Id", "X-Keyplane-Key-Type", "X-Keyplane-Level", "X-Keyplane-Customer-Id", "X-Keyplane-Customer"] as const;
+
+/**
+ * /auth as /openapi.json describes it. Requests never reach these routes (AuthHandler.inFrontOf
+ * answers them first, any method); they answer the same way if they do.
+ */
+export function authRoutes(handler: AuthHandler): Route[] {
+  const described = (method: "get" | "post", path: string, operationId: string) =>
+    route({
+      method, path, operationId, tag: "verification", auth: "none", refusals: ["unauthorized", "rate_limited", "unavailable"],
+      summary: "Forward authentication for gateways (nginx auth_request, Traefik forwardAuth, Envoy ext_authz): any method",
+      ok: {
+        status: 200,
+        description:
+          "The key may reach the original path with the original method (from X-Original-Method and X-Original-URI, else " +
+          "X-Forwarded-Method and X-Forwarded-Uri, else this request's own method and its path after /auth; the query is " +
+          "ignored). Empty body; the identity headers for the upstream, and, where the key has them, X-Keyplane-Domain-Id, " +
+          "X-Keyplane-Domain, X-Keyplane-Application-Id, X-Keyplane-Subscriber-Id, X-Keyplane-User-Id. A 401 says " +
+          'error="invalid_token" or error="insufficient_scope" in WWW-Authenticate.',
+        headers: [...IDENTITY],
+      },
+      handle: (req, res) => handler.answer(req, res),
+    });
+  return [
+    described("get", "/auth", "authorizeRequest"),
+    described("post", "/auth", "authorizeRequestByPost"),
+    described("get", "/auth/:path", "authorizeEnvoyRequest"),
+    described("post", "/auth/:path", "authorizeEnvoyRequestByPost"),
+  ];
+}

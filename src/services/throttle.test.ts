@@ -1,0 +1,57 @@
+import { describe, expect, it } from "vitest";
+import { Throttle } from "./throttle.ts";
+
+function throttle(failuresPerMinute: number, capacity?: number) {
+  let now = 0;
+  const t = new Throttle({ failuresPerMinute, capacity, now: () => now });
+  return { t, advance: (ms: number) => (now += ms), fail: (client: string, n: number) => { for (let i = 0; i < n; i++) t.fail(client); } };
+}
+
+describe("Throttle", () => {
+  it("throttles a client once its failures exceed the limit within a minute, and no one else", () => {
+    const { t, fail } = throttle(3);
+    fail("10.0.0.1", 3);
+    expect(t.retryAfter("10.0.0.1")).toBeUndefined();
+    fail("10.0.0.1", 1);
+    expect(t.retryAfter("10.0.0.1")).toBe(60);
+    expect(t.retryAfter("10.0.0.2")).toBeUndefined();
+  });
+
+  it("counts in a sliding minute: Retry-After falls as failures age out, and the client is let go when under", () => {
+    const { t, fail, advance } = throttle(2);
+    fail("c", 1); // t=0
+    advance(20_000);
+    fail("c", 1); // t=20 s
+    advance(10_000);
+    fail("c", 1); // t=30 s: three in the minute, over 2
+    expect(t.retryAfter("c")).toBe(30); // the failure at 0 leaves at 60 s
+    advance(29_500);
+    expect(t.retryAfter("c")).toBe(1);
+    advance(500);
+    expect(t.retryAfter("c")).toBeUndefined();
+  });
+
+  it("answers Retry-After in whole seconds from 1 to 60", () => {
+    const cases: [number, number][] = [[0, 60], [1, 60], [999, 60], [1_000, 59], [59_001, 1], [59_999, 1]];
+    for (const [after, expected] of cases) {
+      const { t, fail, advance } = throttle(1);
+      fail("c", 2);
+      advance(after);
+      expect(`${after} ms: ${t.retryAfter("c")}`).toBe(`${after} ms: ${expected}`);
+    }
+  });
+
+  it("keeps at most `capacity` clients, however many fail", () => {
+    const { t, fail } = throttle(60, 1_000);
+    for (let i = 0; i < 100_000; i++) fail(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, 1);
+    expect(t.size).toBe(1_000);
+  });
+
+  it("keeps no more failure times per client than the limit needs", () => {
+    const { t, fail, advance } = throttle(2);
+    fail("c", 1_000);
+    advance(59_999);
+    // Were every failure kept, the client would stay throttled; only the last three count.
+    expect(t.retryAfter("c")).toBe(1);
+  });
+});

@@ -1,0 +1,114 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import net, { type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+// A real nginx (Debian's, with auth_request) for the gateway tests and the benchmark: started as a
+// child process, not a daemon, with its configuration, pid file and temporary files in a directory of
+// its own and its log on stderr, listening on a free port.
+export const NGINX = process.env.KEYPLANE_NGINX ?? "/usr/sbin/nginx";
+
+/** Why nginx cannot be used here, or undefined when it can. */
+export function nginxMissing(): string | undefined {
+  return existsSync(NGINX) ? undefined : `nginx is not installed at ${NGINX} (apt-get install nginx, or set KEYPLANE_NGINX)`;
+}
+
+/** The shipped configuration (deploy/nginx/keyplane.conf), with its addresses replaced by these. */
+export async function shippedConfig(addresses: { listen: number; keyplane: string; api: string }): Promise<string> {
+  const text = await readFile(new URL("../../deploy/nginx/keyplane.conf", import.meta.url), "utf8");
+  return text
+    .replace("server 127.0.0.1:8080;", `server ${addresses.keyplane};`)
+    .replace("server 127.0.0.1:9000;", `server ${addresses.api};`)
+    .replace("listen 8000;", `listen 127.0.0.1:${addresses.listen};`);
+}
+
+/** A port nothing listens on now. */
+export async function freePort(): Promise<number> {
+  const server = net.createServer().listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export interface Nginx {
+  url: string;
+  /** What nginx wrote to stderr. */
+  log(): string;
+  stop(): Promise<void>;
+}
+
+/** nginx serving `servers` (the inside of an http {} block) on `port`, started once it accepts connections. */
+export async function startNginx(servers: string, port: number): Promise<Nginx> {
+  const dir = await mkdtemp(join(tmpdir(), "keyplane-nginx-"));
+  const temp = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map((kind) => `${kind}_temp_path ${join(dir, kind)};`).join("\n  ");
+  await writeFile(
+    join(dir, "nginx.conf"),
+    `worker_processes 1;\npid ${join(dir, "nginx.pid")};\nerror_log stderr warn;\nevents { worker_connections 4096; }\n` +
+      `http {\n  access_log off;\n  ${temp}\n${servers}\n}\n`,
+  );
+  const child: ChildProcess = spawn(NGINX, ["-p", dir, "-c", join(dir, "nginx.conf"), "-e", "stderr", "-g", "daemon off;"], { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = once(child, "exit");
+  try {
+    await Promise.race([accepting(port), exited.then(() => Promise.reject(new Error(`nginx exited:\n${stderr}`)))]);
+  } catch (error) {
+    child.kill("SIGKILL");
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    log: () => stderr,
+    async stop() {
+      if (child.exitCode === null) {
+        child.kill("SIGQUIT");
+        await exited;
+      }
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Resolves once something accepts connections on the port (nginx has no readiness signal of its own). */
+async function accepting(port: number): Promise<void> {
+  for (;;) {
+    const connected = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, "127.0.0.1");
+      socket.once("connect", () => (socket.destroy(), resolve(true)));
+      socket.once("error", () => resolve(false));
+    });
+    if (connected) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+export interface Upstream {
+  address: string;
+  /** Every request that reached it: method, url, headers. */
+  seen: { method: string; url: string; headers: IncomingHttpHeaders }[];
+  close(): Promise<void>;
+}
+
+/** The API behind the gateway: answers 200 "upstream" to anything, and records what reached it. */
+export async function startUpstream(): Promise<Upstream> {
+  const seen: Upstream["seen"] = [];
+  const server = createServer((req, res) => {
+    seen.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers });
+    req.resume();
+    res.end("upstream");
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  return {
+    address: `127.0.0.1:${port}`,
+    seen,
+    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  };
+}
