@@ -76,12 +76,13 @@ describe.skipIf(!server)("a database that goes away, through a proxy (PostgreSQL
     return proxy;
   }
 
-  /** The cached key (on /keys/self and POST /verify), a token never seen, and provisioning, each in a loop. */
+  /** The cached key (on /keys/self, POST /verify and /auth), a token never seen, and provisioning, each in a loop. */
   function load(svc: TestService, cached: string, writer: string) {
     let n = 0;
     return startTraffic({
       cached: () => svc.as(cached).get("/keys/self"),
       verified: () => svc.as(writer).post("/verify", { key: cached, path: "/calls", method: "POST" }),
+      forwarded: () => svc.as(cached).get("/auth/calls"),
       unknown: () => svc.as(neverSeen()).get("/keys/self"),
       write: () => svc.as(writer).post("/keys", { name: `load-${n++}` }),
     });
@@ -109,7 +110,7 @@ describe.skipIf(!server)("a database that goes away, through a proxy (PostgreSQL
     await traffic.stop();
 
     const slowest = Math.max(...traffic.samples.map((s) => s.answeredAt - s.sentAt));
-    const during = (what: "cached" | "verified" | "unknown" | "write") => statusesOf(traffic.between(what, stalledAt, restoredAt));
+    const during = (what: "cached" | "verified" | "forwarded" | "unknown" | "write") => statusesOf(traffic.between(what, stalledAt, restoredAt));
     const lost = await lostWrites(svc, acme.keys.customer, traffic.acknowledged.write);
     console.log(
       `[outage] stall of ${Math.round(restoredAt - stalledAt)} ms, time-out ${TIMEOUT_MS} ms: slowest answer ${Math.round(slowest)} ms; ` +
@@ -121,6 +122,7 @@ describe.skipIf(!server)("a database that goes away, through a proxy (PostgreSQL
     expect(statusesOf(traffic.samples).filter((status) => ![200, 401, 503].includes(status))).toEqual([]);
     expect(during("cached")).toEqual([200]);
     expect(during("verified")).toEqual([200]);
+    expect(during("forwarded")).toEqual([200]);
     expect(during("unknown")).toContain(503);
     expect(during("write")).toContain(503);
     expect(recovered.answeredAt - restoredAt).toBeLessThan(1_000);
@@ -149,7 +151,7 @@ describe.skipIf(!server)("a database that goes away, through a proxy (PostgreSQL
     await traffic.stop();
 
     const lost = await lostWrites(svc, acme.keys.customer, traffic.acknowledged.write);
-    const cached = [...traffic.between("cached", cutAt, restoredAt), ...traffic.between("verified", cutAt, restoredAt)];
+    const cached = (["cached", "verified", "forwarded"] as const).flatMap((what) => traffic.between(what, cutAt, restoredAt));
     console.log(
       `[outage] cut, stale window ${STALE_MS} ms: cached ${statusesOf(cached)}, unknown ${statusesOf(traffic.between("unknown", cutAt, restoredAt))}, ` +
         `writes ${statusesOf(traffic.between("write", cutAt, restoredAt))}; writes 200 again ${Math.round(recovered.answeredAt - restoredAt)} ms after; ` +
