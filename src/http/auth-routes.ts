@@ -72,12 +72,13 @@ export class AuthHandler {
     this.#trusted = trusted;
   }
 
-  /** Answers /auth: 200 with the identity headers, 401, 429 or 503. */
-  async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** Answers /auth: 200 with the identity headers, 401, 429 or 503; the request log learns the key. */
+  async answer(req: IncomingMessage, res: ServerResponse, answering?: Answering): Promise<void> {
     const token = bearerToken(req.headers.authorization);
     if (token === undefined) return refuse(res, undefined, "An Authorization: Bearer <API key> header is required.");
     const { method, path } = originalRequest(req);
     const verdict = await verifyRequest(this.#ctx, { endpoint: "auth", client: clientAddress(req, this.#trusted), token, method, path });
+    if (answering && "key" in verdict) answering.key = verdict.key.id;
     if (verdict.code === "FORBIDDEN") return refuse(res, "insufficient_scope", "This key may not reach this path with this method.");
     if (verdict.code !== "VALID") return refuse(res, "invalid_token", "The key is malformed, unknown, disabled or expired.");
     let headers = this.#identities.get(verdict.key);
@@ -93,7 +94,7 @@ export class AuthHandler {
       const reqId = requestId(req, res);
       const answering: Answering = { route: "/auth" };
       logWhenAnswered(this.#ctx.log, req, res, reqId, answering);
-      this.answer(req, res).catch((error: unknown) => answerError(res, error, this.#ctx.log, reqId));
+      this.answer(req, res, answering).catch((error: unknown) => answerError(res, error, this.#ctx.log, reqId));
     };
   }
 }

@@ -76,6 +76,9 @@ describe.each(backends())("/auth on %s", (backend) => {
     });
     for (const absent of ["application-id", "subscriber-id", "user-id"]) expect(res.headers).not.toHaveProperty(`x-keyplane-${absent}`);
     expect(JSON.stringify(res.headers)).not.toContain(acme.keys.domain);
+    const logged = svc.logs.map((line) => JSON.parse(line) as { route?: string; key?: number; status?: number }).filter((l) => l.route === "/auth");
+    expect(logged).toContainEqual(expect.objectContaining({ route: "/auth", key: key.id, status: 200 }));
+    expect(svc.logs.join("\n")).not.toContain(acme.keys.domain);
   });
 
   it("names the application, subscriber and user of keys that have them", async () => {

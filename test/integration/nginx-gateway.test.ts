@@ -91,4 +91,13 @@ describe.skipIf(missing !== undefined)(`nginx auth_request in front of an API${m
     expect(upstream.seen.length).toBe(before);
     expect((await call("198.51.100.5", "/calls", acme.keys.customer)).status).toBe(200); // another client
   });
+
+  it("answers 503 with the JSON body, and passes nothing on, when keyplane cannot be reached", async () => {
+    await keyplane.close(0);
+    const before = upstream.seen.length;
+    const res = await call("198.51.100.6", "/calls", acme.keys.customer);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ status: 503, error: "unavailable" });
+    expect(upstream.seen.length).toBe(before);
+  });
 });
