@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { nginxMissing } from "../test/support/nginx.ts";
 import { FIGURES } from "./report.ts";
 
 // The benchmark in its short mode, end to end, so that it cannot rot: it must finish and report every
@@ -19,6 +20,8 @@ describe("npm run bench -- --short", () => {
 
   it("runs against PostgreSQL and writes every figure", { timeout: 180_000 }, async (ctx) => {
     ctx.skip(!server, "no PostgreSQL server reachable (set KEYPLANE_TEST_PG_URL or run one on 127.0.0.1:5432): the benchmark needs one");
+    const noNginx = nginxMissing();
+    ctx.skip(noNginx !== undefined, `${noNginx}: the benchmark puts a real nginx in front of keyplane`);
     dir = await mkdtemp(join(tmpdir(), "keyplane-bench-test-"));
     const out = join(dir, "short.json");
     const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
