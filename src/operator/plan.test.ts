@@ -50,10 +50,22 @@ function foreignSecret(name = "billing", extra: Partial<V1Secret["metadata"]> = 
   return { metadata: { name, namespace: "team-a", uid: "foreign-uid", resourceVersion: "3", ...extra }, type: "Opaque", data: { apiKey: "c2VjcmV0" } };
 }
 
+/** Ready, Reconciling and Stalled as the operator writes them for this reason and Ready status. */
+const kstatus = (ready: "True" | "False", reason: string, message: string, at = EARLIER) => {
+  const stalled = ready === "False" && ["InvalidSpec", "ScopeNotFound", "KeyConflict", "SecretConflict"].includes(reason);
+  const reconciling = ready === "False" && !stalled;
+  const condition = (type: string, status: boolean | "True" | "False", text: string) =>
+    ({ type, status: status === true || status === "True" ? "True" : "False", reason, message: text, lastTransitionTime: at, observedGeneration: 2 }) as const;
+  return [
+    condition("Ready", ready, message),
+    condition("Reconciling", reconciling, reconciling ? message : stalled ? "Waiting for a change by a person" : "The spec is carried out"),
+    condition("Stalled", stalled, stalled ? message : "Nothing waits for a person"),
+  ];
+};
+
 const readyStatus = (over: Partial<ApiKeyStatus> = {}): ApiKeyStatus => ({
   observedGeneration: 2,
-  conditions: [{ type: "Ready", status: "True", reason: "Provisioned", message: "key XI…7798 is in Secret team-a/billing",
-    lastTransitionTime: EARLIER, observedGeneration: 2 }],
+  conditions: kstatus("True", "Provisioned", "key XI…7798 is in Secret team-a/billing"),
   key: { id: 17, type: "customer", hint: "XI…7798" },
   secretName: "billing",
   ...over,
@@ -61,7 +73,7 @@ const readyStatus = (over: Partial<ApiKeyStatus> = {}): ApiKeyStatus => ({
 
 const notReadyStatus = (reason: ReadyReason, message: string): ApiKeyStatus => ({
   observedGeneration: 2,
-  conditions: [{ type: "Ready", status: "False", reason, message, lastTransitionTime: EARLIER, observedGeneration: 2 }],
+  conditions: kstatus("False", reason, message),
 });
 
 /** Everything in place: the key, its Secret and a status that says so. */
@@ -388,8 +400,7 @@ describe("plan", () => {
     const p = plan(fresh({ key: key({ type: "application" }), managedKeys: [view(key())] }));
     expect(p.status).toEqual({
       observedGeneration: 2,
-      conditions: [{ type: "Ready", status: "True", reason: "Provisioned", message: "key XI…7798 is in Secret team-a/billing",
-        lastTransitionTime: "2025-05-01T12:00:00Z", observedGeneration: 2 }],
+      conditions: kstatus("True", "Provisioned", "key XI…7798 is in Secret team-a/billing", "2025-05-01T12:00:00Z"),
       key: { id: 17, type: "application", hint: "XI…7798" },
       secretName: "billing",
     });
@@ -416,7 +427,12 @@ describe("failurePlan: the status after a failed action, by the same author", ()
     expect(failed.next).toBe("retry");
     expect(failed.status).toMatchObject({
       observedGeneration: 2,
-      conditions: [{ type: "Ready", status: "False", reason: "Error", message: "createSecret failed: 500 etcd timeout", lastTransitionTime: "2025-05-01T12:00:00Z" }],
+      conditions: [
+        { type: "Ready", status: "False", reason: "Error", message: "createSecret failed: 500 etcd timeout", lastTransitionTime: "2025-05-01T12:00:00Z" },
+        // It retries by itself: still working toward the spec, and nothing for a person to do.
+        { type: "Reconciling", status: "True", reason: "Error", message: "createSecret failed: 500 etcd timeout", lastTransitionTime: "2025-05-01T12:00:00Z" },
+        { type: "Stalled", status: "False", reason: "Error", lastTransitionTime: EARLIER },
+      ],
       key: { id: 17, hint: "XI…7798" },
     });
     expect(failed.actions.map((a) => a.type)).toEqual(["recordEvent", "patchStatus"]);

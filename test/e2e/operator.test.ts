@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MANAGED_BY_LABEL, type ApiKey } from "../../src/operator/apikey.ts";
 import type { Operator } from "../../src/operator/start.ts";
+import { haveLua, runArgoHealth } from "../support/argocd.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
 import { apiStatusCode, createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
 import { startService, type TestService } from "../support/service.ts";
@@ -50,8 +51,13 @@ describeKube("operator", () => {
       observedGeneration: ready.metadata.generation,
       key: { id: me.body.id, type: "customer", hint: `XI…${token?.slice(-4)}` },
       secretName: "billing-api-key",
-      conditions: [expect.objectContaining({ type: "Ready", status: "True", reason: "Provisioned", observedGeneration: ready.metadata.generation })],
+      conditions: [
+        expect.objectContaining({ type: "Ready", status: "True", reason: "Provisioned", observedGeneration: ready.metadata.generation }),
+        expect.objectContaining({ type: "Reconciling", status: "False", observedGeneration: ready.metadata.generation }),
+        expect.objectContaining({ type: "Stalled", status: "False", observedGeneration: ready.metadata.generation }),
+      ],
     });
+    if (haveLua()) expect((await runArgoHealth(ready)).status).toBe("Healthy");
     expect(JSON.stringify(ready)).not.toContain(token);
     const events = await k.events("billing");
     expect(events.map((e) => e.message)).toEqual(expect.arrayContaining([
@@ -157,6 +163,9 @@ describeKube("operator", () => {
     const second = await k.waitFor("second", "KeyConflict");
 
     expect(second.status?.conditions?.[0]?.message).toContain(`ApiKey ${k.namespace}/first`);
+    // A person must act: Stalled with Ready's reason, which Argo CD reads as Degraded.
+    expect(second.status?.conditions?.find((c) => c.type === "Stalled")).toMatchObject({ status: "True", reason: "KeyConflict" });
+    if (haveLua()) expect(await runArgoHealth(second)).toMatchObject({ status: "Degraded", message: expect.stringMatching(/^KeyConflict: /) });
     expect(await k.readSecret("second")).toBeUndefined();
     expect(await liveKeys(svc, "acme", "shared")).toEqual([expect.objectContaining({ managed_by: `${k.namespace}/first` })]);
   });

@@ -1,6 +1,7 @@
 // The operator through a fault proxy: watches cut, 410 Gone, 409/500/429 on writes, and an operator
 // stopped between provisioning a key and writing its Secret. Each converges to Ready with one key,
 // and without a hot loop.
+import { haveLua, runArgoHealth } from "../support/argocd.ts";
 import { afterEach, beforeAll, expect, it } from "vitest";
 import type { Operator } from "../../src/operator/start.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
@@ -104,6 +105,9 @@ describeKube("operator resilience", () => {
       }, { what: "the key to be provisioned" });
       const failed = await kc.waitFor("crash", "Error");
       expect(failed.status?.conditions?.[0]?.message).toMatch(/^createSecret failed: 500/);
+      // It keeps trying by itself: Reconciling, not Stalled; Argo CD shows it Progressing.
+      expect(failed.status?.conditions?.find((c) => c.type === "Reconciling")).toMatchObject({ status: "True", reason: "Error" });
+      if (haveLua()) expect((await runArgoHealth(failed)).status).toBe("Progressing");
       expect(await kc.readSecret("crash")).toBeUndefined();
       await first.stop();
       proxy.clearFaults();
