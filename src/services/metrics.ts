@@ -82,13 +82,17 @@ export class Metrics {
     this.#reconcileDurations.observe(seconds);
   }
 
-  /** An ApiKey's conditions as last written; undefined conditions (the ApiKey gone) remove its series. */
-  readyStatus(namespace: string, name: string, conditions: Partial<Record<(typeof CONDITIONS)[number], boolean>> | undefined): void {
+  /** An ApiKey's conditions as last seen: 1 for each True, else 0; undefined (the ApiKey gone) removes its series. */
+  readyStatus(namespace: string, name: string, conditions: readonly { type: string; status: string }[] | undefined): void {
     for (const condition of CONDITIONS) {
-      const value = conditions?.[condition];
-      if (value === undefined) this.#ready.remove(namespace, name, condition);
-      else this.#ready.labels(namespace, name, condition).set(value ? 1 : 0);
+      if (!conditions) this.#ready.remove(namespace, name, condition);
+      else this.#ready.labels(namespace, name, condition).set(conditions.some((c) => c.type === condition && c.status === "True") ? 1 : 0);
     }
+  }
+
+  /** No ApiKey's status is known here any more (leadership lost). */
+  forgetReadyStatus(): void {
+    this.#ready.reset();
   }
 
   leader(leading: boolean): void {
