@@ -144,7 +144,7 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
     // No reconcile before both caches hold a full list: a missing ApiKey would read as a deleted one.
     process: async (key) => {
       await synced;
-      return counted(o.ctx.metrics, () => reconcile(deps, parseRef(key)!));
+      return countedReconcile(o.ctx.metrics, () => reconcile(deps, parseRef(key)!));
     },
     onError: (key, error) => {
       if (!leadership.aborted) log.warn({ apiKey: key, error: apiErrorText(error), failures: queue?.failures(key) }, "reconcile failed; retrying after a backoff");
@@ -171,7 +171,7 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
 }
 
 /** A reconcile, counted by result (docs/operations.md, "Metrics"). */
-async function counted(metrics: Metrics | undefined, run: () => Promise<ProcessResult>): Promise<ProcessResult> {
+export async function countedReconcile(metrics: Metrics | undefined, run: () => Promise<ProcessResult>): Promise<ProcessResult> {
   const startedAt = performance.now();
   const seconds = () => (performance.now() - startedAt) / 1000;
   try {
