@@ -10,6 +10,7 @@ import { gatewayPhase } from "./gateway.ts";
 import { createBenchDatabase, DEFAULT_DATABASE_URL, type BenchDatabase } from "./database.ts";
 import { client, expectStatus, type Client } from "./http.ts";
 import { load, percentile, summarize, type LoadResult } from "./load.ts";
+import { metricsPhase } from "./metrics.ts";
 import { cpuMeter, memoryOf, REPO, resetPeak, sleep, startBare, startKeyplane, type CpuUse, type KeyplaneEnv, type Server } from "./processes.ts";
 import { profileText, summarizeProfile, type ProfileSummary } from "./profile.ts";
 import { FIGURES, figures, machine, markdownTable, versions, type FigureKey } from "./report.ts";
@@ -17,7 +18,7 @@ import { FIGURES, figures, machine, markdownTable, versions, type FigureKey } fr
 // `npm run bench`: keyplane on PostgreSQL, measured in one run against a bare node:http baseline.
 // See bench/README.md for what each figure means and how it is measured.
 
-const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway"] as const;
+const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway", "metrics"] as const;
 type Phase = (typeof PHASES)[number];
 
 interface Settings {
@@ -469,6 +470,12 @@ async function main(): Promise<number> {
       Object.assign(values, gateway.figures);
       Object.assign(details, gateway.details);
       runs.gateway = gateway;
+    }
+    if (s.phases.has("metrics")) {
+      const metrics = await metricsPhase({ ...s, say, expectAnswers }, a, env, fixture.token);
+      Object.assign(values, metrics.figures);
+      Object.assign(details, metrics.details);
+      runs.metrics = metrics;
     }
     if (profileDir) {
       await a.stop();

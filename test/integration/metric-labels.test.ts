@@ -13,6 +13,7 @@ describe("the metric label scan", () => {
       line('method="other",route="unmatched",status="404"'),
       line('method="GET",route="/keys/self",status="401"'),
       line('method="GET",route="/",status="200"'),
+      line('method="GET",route="/openapi.json",status="200"'),
     ].join("\n");
     expect(labelProblems(text, ["acme", "ivr"])).toEqual([]);
   });
@@ -23,7 +24,7 @@ describe("the metric label scan", () => {
     ["a customer's name", 'route="/customers/acme/keys"'],
     ["a key's name alone", 'name="ivr"'],
     ["a raw path with an id", 'route="/applications/12/keys"'],
-    ["a raw path with a domain", 'route="/domains/sip.example/keys"'],
+    ["a raw path with an msisdn", 'route="/subscribers/12125550100/keys"'],
   ])("finds %s", (_what, labels) => {
     expect(labelProblems(line(labels), ["acme", "ivr"])).not.toEqual([]);
   });

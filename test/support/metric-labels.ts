@@ -6,7 +6,7 @@ import type { Tenant } from "./world.ts";
 // label value holds a token, one of the names the suite used (customers, domains, applications,
 // subscribers, keys, users), or a raw path. A route label is a pattern: literal words and :parameters.
 const TOKEN = /XI[0-9A-F]{32}/i;
-const ROUTE_PATTERN = /^(\/|(\/([a-z][a-z-]*|:[a-zA-Z]+))+|unmatched)$/;
+const ROUTE_PATTERN = /^(\/|(\/([a-z][a-z.-]*|:[a-zA-Z]+))+|unmatched)$/;
 
 /** What is wrong with the label values of an exposition, one line each; empty when nothing is. */
 export function labelProblems(exposition: string, names: readonly string[]): string[] {
