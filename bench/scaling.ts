@@ -44,8 +44,8 @@ async function together(t: ScalingTools, what: string, servers: Server[], reques
   const results = await Promise.all(servers.map((s, i) => load({ url: s.url, connections, requests: requests(i), ...(amount ? { amount: Math.ceil(amount / servers.length) } : { duration: seconds }) })));
   results.forEach((r, i) => t.expectAnswers(`scaling: ${what} on ${servers[i]!.name}`, r, ["200"]));
   const answered = results.reduce((sum, r) => sum + (r.statuses["200"] ?? 0), 0);
-  const seconds = Math.max(...results.map((r) => r.seconds));
-  return { perSecond: answered / seconds, answered };
+  const slowest = Math.max(...results.map((r) => r.seconds));
+  return { perSecond: answered / slowest, answered };
 }
 
 export async function scalingPhase(t: ScalingTools, first: Server, env: KeyplaneEnv, db: BenchDatabase, owner: { token: string }): Promise<ScalingResult> {
