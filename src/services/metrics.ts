@@ -21,11 +21,16 @@ export interface MetricsSources {
 }
 
 type Inc = { inc(n?: number): void };
+type Observe = { observe(value: number): void };
+/** An answer's series: its counter and its histogram, made on its first request and kept. */
+type RequestSeries = { count: Inc; duration: Observe };
 
 export class Metrics {
   readonly registry = new Registry();
   readonly #authentications = new Map<string, Inc>();
   readonly #keyEvents = new Map<KeyAction, Inc>();
+  /** By route, then method, then status: no label strings are built per request. */
+  readonly #requestSeries = new Map<string, Map<string, Map<number, RequestSeries>>>();
   readonly #requests: Counter<"method" | "route" | "status">;
   readonly #durations: Histogram<"method" | "route">;
   readonly #reconciles: Counter<"result">;
@@ -73,8 +78,14 @@ export class Metrics {
   /** An answered request, by its route's pattern ("unmatched" for none). */
   request(method: string | undefined, route: string, status: number, seconds: number): void {
     const m = method && METHODS.has(method) ? method : "other";
-    this.#requests.labels(m, route, String(status)).inc();
-    this.#durations.labels(m, route).observe(seconds);
+    let byMethod = this.#requestSeries.get(route);
+    if (!byMethod) this.#requestSeries.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(m);
+    if (!byStatus) byMethod.set(m, (byStatus = new Map()));
+    let series = byStatus.get(status);
+    if (!series) byStatus.set(status, (series = { count: this.#requests.labels(m, route, String(status)), duration: this.#durations.labels(m, route) }));
+    series.count.inc();
+    series.duration.observe(seconds);
   }
 
   reconciled(result: ReconcileResult, seconds: number): void {
