@@ -6,8 +6,9 @@ import type { KeyCacheStats } from "./key-cache.ts";
 
 // The process's Prometheus metrics (docs/operations.md, "Metrics"), in a registry of its own so that
 // several instances in one process stay apart. No label holds a token, a customer's or key's name, or
-// a raw path: routes are patterns, methods outside a fixed list are "other". The hot path's counters
-// are children made once, up front: counting is one increment.
+// a raw path: routes are patterns, methods outside a fixed list are "other". On the hot path counting
+// is adding one to a plain number, published when Prometheus scrapes (a prom-client series hashes its
+// labels on every increment); only the request's duration goes to a prom-client histogram.
 const ENDPOINTS: readonly AuthEndpoint[] = ["rest", "verify", "auth"];
 const OUTCOMES: readonly AuthOutcome[] = ["valid", "malformed", "unknown", "disabled", "expired", "forbidden", "throttled"];
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
@@ -22,16 +23,15 @@ export interface MetricsSources {
 
 type Inc = { inc(n?: number): void };
 type Observe = { observe(value: number): void };
-/** An answer's series: its counter and its histogram, made on its first request and kept. */
-type RequestSeries = { count: Inc; duration: Observe };
+/** An answer's series: its count and its histogram, made on its first request and kept. */
+type RequestSeries = { labels: { method: string; route: string; status: string }; count: number; duration: Observe };
 
 export class Metrics {
   readonly registry = new Registry();
-  readonly #authentications = new Map<string, Inc>();
+  readonly #authentications = Object.fromEntries(ENDPOINTS.map((e) => [e, Object.fromEntries(OUTCOMES.map((o) => [o, 0]))])) as Record<AuthEndpoint, Record<AuthOutcome, number>>;
   readonly #keyEvents = new Map<KeyAction, Inc>();
   /** By route, then method, then status: no label strings are built per request. */
   readonly #requestSeries = new Map<string, Map<string, Map<number, RequestSeries>>>();
-  readonly #requests: Counter<"method" | "route" | "status">;
   readonly #durations: Histogram<"method" | "route">;
   readonly #reconciles: Counter<"result">;
   readonly #reconcileDurations: Histogram;
@@ -41,11 +41,20 @@ export class Metrics {
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    this.#requests = new Counter({ name: "keyplane_http_requests_total", help: "HTTP requests answered", labelNames: ["method", "route", "status"], registers });
+    const requestSeries = this.#requestSeries;
+    new Counter({ name: "keyplane_http_requests_total", help: "HTTP requests answered", labelNames: ["method", "route", "status"], registers,
+      collect() {
+        this.reset();
+        for (const byMethod of requestSeries.values()) for (const byStatus of byMethod.values()) for (const s of byStatus.values()) this.inc(s.labels, s.count);
+      } });
     this.#durations = new Histogram({ name: "keyplane_http_request_duration_seconds", help: "Time to answer an HTTP request", labelNames: ["method", "route"], registers,
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] });
-    const authentications = new Counter({ name: "keyplane_authentications_total", help: "Keys presented, by endpoint and what they turned out to be", labelNames: ["endpoint", "result"], registers });
-    for (const endpoint of ENDPOINTS) for (const result of OUTCOMES) this.#authentications.set(`${endpoint} ${result}`, authentications.labels(endpoint, result));
+    const authentications = this.#authentications;
+    new Counter({ name: "keyplane_authentications_total", help: "Keys presented, by endpoint and what they turned out to be", labelNames: ["endpoint", "result"], registers,
+      collect() {
+        this.reset();
+        for (const endpoint of ENDPOINTS) for (const result of OUTCOMES) this.inc({ endpoint, result }, authentications[endpoint][result]);
+      } });
     const keyEvents = new Counter({ name: "keyplane_key_events_total", help: "Key changes recorded by this process", labelNames: ["action"], registers });
     for (const action of KEY_ACTIONS) this.#keyEvents.set(action, keyEvents.labels(action));
     // The key cache counts for itself (no cost on the hot path); its counts are read at scrape time.
@@ -68,7 +77,7 @@ export class Metrics {
   }
 
   authentication(endpoint: AuthEndpoint, result: AuthOutcome): void {
-    this.#authentications.get(`${endpoint} ${result}`)!.inc();
+    this.#authentications[endpoint][result]++;
   }
 
   keyEvents(action: KeyAction, count = 1): void {
@@ -83,8 +92,8 @@ export class Metrics {
     let byStatus = byMethod.get(m);
     if (!byStatus) byMethod.set(m, (byStatus = new Map()));
     let series = byStatus.get(status);
-    if (!series) byStatus.set(status, (series = { count: this.#requests.labels(m, route, String(status)), duration: this.#durations.labels(m, route) }));
-    series.count.inc();
+    if (!series) byStatus.set(status, (series = { labels: { method: m, route, status: String(status) }, count: 0, duration: this.#durations.labels(m, route) }));
+    series.count++;
     series.duration.observe(seconds);
   }
 
