@@ -79,7 +79,7 @@ export interface KeyplaneEnv {
   dataDir: string;
 }
 
-export async function startKeyplane(name: string, env: KeyplaneEnv, nodeArgs: string[] = []): Promise<Server> {
+export async function startKeyplane(name: string, env: KeyplaneEnv, nodeArgs: string[] = [], moreEnv: Record<string, string> = {}): Promise<Server> {
   const port = await freePort();
   const { child, output } = start(name, [...nodeArgs, "src/cli/main.ts", "serve"], {
     ...process.env,
@@ -95,6 +95,7 @@ export async function startKeyplane(name: string, env: KeyplaneEnv, nodeArgs: st
     KEYPLANE_AUTH_FAILURES_PER_MINUTE: "1000000",
     PORT: String(port),
     HOST: "127.0.0.1",
+    ...moreEnv,
   });
   const url = `http://127.0.0.1:${port}`;
   await until(child, output, async () => (await statusOf(`${url}/readyz`)) === 200, `keyplane ${name}`);

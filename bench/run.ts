@@ -10,6 +10,8 @@ import { gatewayPhase } from "./gateway.ts";
 import { createBenchDatabase, DEFAULT_DATABASE_URL, type BenchDatabase } from "./database.ts";
 import { client, expectStatus, type Client } from "./http.ts";
 import { load, percentile, summarize, type LoadResult } from "./load.ts";
+import { metricsPhase } from "./metrics.ts";
+import { scalingPhase } from "./scaling.ts";
 import { cpuMeter, memoryOf, REPO, resetPeak, sleep, startBare, startKeyplane, type CpuUse, type KeyplaneEnv, type Server } from "./processes.ts";
 import { profileText, summarizeProfile, type ProfileSummary } from "./profile.ts";
 import { FIGURES, figures, machine, markdownTable, versions, type FigureKey } from "./report.ts";
@@ -17,7 +19,9 @@ import { FIGURES, figures, machine, markdownTable, versions, type FigureKey } fr
 // `npm run bench`: keyplane on PostgreSQL, measured in one run against a bare node:http baseline.
 // See bench/README.md for what each figure means and how it is measured.
 
-const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway"] as const;
+const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway", "metrics", "scaling"] as const;
+/** Every phase but scaling, which starts four processes and runs only when asked for. */
+const DEFAULT_PHASES = PHASES.filter((p) => p !== "scaling");
 type Phase = (typeof PHASES)[number];
 
 interface Settings {
@@ -74,7 +78,7 @@ env: DATABASE_URL (a PostgreSQL server; default ${DEFAULT_DATABASE_URL}), BENCH_
     listKeys: Math.round(number(values["list-keys"], short ? 2_000 : 100_000, "list-keys")),
     revocationTrials: Math.round(number(values.trials, short ? 20 : 100, "trials")),
     unknownPool: 1_000,
-    phases: new Set((only ?? PHASES) as Phase[]),
+    phases: new Set((only ?? DEFAULT_PHASES) as Phase[]),
     cpuProf: values["cpu-prof"],
   };
 }
@@ -470,6 +474,18 @@ async function main(): Promise<number> {
       Object.assign(details, gateway.details);
       runs.gateway = gateway;
     }
+    if (s.phases.has("metrics")) {
+      const metrics = await metricsPhase({ ...s, say, expectAnswers }, a, env, fixture.token);
+      Object.assign(values, metrics.figures);
+      Object.assign(details, metrics.details);
+      runs.metrics = metrics;
+    }
+    if (s.phases.has("scaling")) {
+      const owner = await customerWithKey(admin, env.adminToken, "bench-scaling");
+      const scaling = await scalingPhase({ ...s, say, expectAnswers }, a, env, db, owner);
+      runs.scaling = scaling;
+      say(`scaling: ${JSON.stringify(scaling)}`);
+    }
     if (profileDir) {
       await a.stop();
       profiles = profilesByRun(profileDir);
@@ -498,7 +514,7 @@ async function main(): Promise<number> {
       keyplaneLogLevel: "warn",
       loadGenerator: "autocannon, in the benchmark's process (one thread), on the same machine",
     },
-    targetsApply: s.mode === "full" && s.phases.size === PHASES.length,
+    targetsApply: s.mode === "full" && DEFAULT_PHASES.every((p) => s.phases.has(p)),
     machine: { ...machineAtStart, loadAverageAtEnd: machine().loadAverage },
     versions: versions(db?.serverVersion ?? "unknown"),
     figures: all,

@@ -30,6 +30,11 @@ describe("loadConfig", () => {
       expect(trustedProxies.check("fd12::1", "ipv6")).toBe(true);
     });
 
+    it("serves no metrics unless KEYPLANE_METRICS_PORT is set, and reads the port", () => {
+      expect(loadConfig({}).metricsPort).toBeUndefined();
+      expect(loadConfig({ KEYPLANE_METRICS_PORT: "9090" }).metricsPort).toBe(9090);
+    });
+
     it("reads a limit of failures", () => {
       expect(loadConfig({ KEYPLANE_AUTH_FAILURES_PER_MINUTE: "5" }).authFailuresPerMinute).toBe(5);
     });
@@ -39,6 +44,8 @@ describe("loadConfig", () => {
       [{ KEYPLANE_TRUSTED_PROXIES: "proxy.internal" }, /KEYPLANE_TRUSTED_PROXIES/],
       [{ KEYPLANE_AUTH_FAILURES_PER_MINUTE: "0" }, /KEYPLANE_AUTH_FAILURES_PER_MINUTE/],
       [{ KEYPLANE_AUTH_FAILURES_PER_MINUTE: "many" }, /KEYPLANE_AUTH_FAILURES_PER_MINUTE/],
+      [{ KEYPLANE_METRICS_PORT: "65536" }, /KEYPLANE_METRICS_PORT/],
+      [{ KEYPLANE_METRICS_PORT: "metrics" }, /KEYPLANE_METRICS_PORT/],
     ])("refuses %j", (env, message) => {
       expect(() => loadConfig(env)).toThrow(message);
     });

@@ -29,6 +29,7 @@ const env = z.object({
       return z.NEVER;
     }
   }),
+  KEYPLANE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   KEYPLANE_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(60),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   // The operator's (docs/operator.md).
@@ -72,6 +73,8 @@ export interface Config {
   trustedProxies: TrustedProxies;
   /** Failed authentications a client may make in a sliding minute before it is throttled. */
   authFailuresPerMinute: number;
+  /** Where GET /metrics is served (on HOST); undefined: no metrics (KEYPLANE_METRICS_PORT). */
+  metricsPort: number | undefined;
   operator: OperatorConfig;
   logLevel: string;
 }
@@ -95,6 +98,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     staleMs: e.KEYPLANE_STALE_SECONDS * 1000,
     trustedProxies: e.KEYPLANE_TRUSTED_PROXIES,
     authFailuresPerMinute: e.KEYPLANE_AUTH_FAILURES_PER_MINUTE,
+    metricsPort: e.KEYPLANE_METRICS_PORT,
     operator: {
       mode: e.KEYPLANE_OPERATOR,
       cluster: clusterConfigured(e),

@@ -14,6 +14,8 @@ import { KeyCache, type KeyCacheOptions } from "./services/key-cache.ts";
 import { KeyInserts } from "./services/key-inserts.ts";
 import { EXPIRY_SWEEP_MS, sweepExpiries } from "./services/expiry-sweep.ts";
 import { LAST_USE_FLUSH_MS, LastUse } from "./services/last-use.ts";
+import { isReady } from "./services/health.ts";
+import { Metrics } from "./services/metrics.ts";
 import { every } from "./services/periodic.ts";
 import { Throttle, type ThrottleOptions } from "./services/throttle.ts";
 import { PathScopeCache, type PathScopeCacheOptions } from "./services/path-scope-cache.ts";
@@ -49,12 +51,16 @@ export interface KeyplaneOptions {
   pathScopes?: PathScopeCacheOptions;
   /** Whose X-Forwarded-For names the client (default none). */
   trustedProxies?: TrustedProxies;
+  /** Keep Prometheus metrics (docs/operations.md): on when something serves them. */
+  metrics?: boolean;
 }
 
 export interface Keyplane {
   ctx: Context;
   /** The HTTP handler: /auth and the fast paths of POST /verify and GET /keys/self in front of the express app. */
   app: RequestListener;
+  /** The Prometheus metrics, when asked for. */
+  metrics: Metrics | undefined;
   /**
    * Stops the background work: listening for key changes, the expiry sweep, and the last-use
    * batches, after writing the last one (the database stays open: it belongs to the caller).
@@ -71,6 +77,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   const lastUse = new LastUse(db, keyCache, log);
   const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), keyCache, keyInserts: new KeyInserts(db), lastUse,
     throttle: new Throttle(options.throttle ?? { failuresPerMinute: 60 }), pathScopes: new PathScopeCache(options.pathScopes), clock: options.clock ?? (() => new Date()), log, migrations };
+  if (options.metrics) ctx.metrics = new Metrics({ keyCache: () => keyCache.stats(), databaseUp: () => isReady(ctx) });
   // Keys changed by any process (this one included) leave the verification cache; while notifications
   // may be missed, nothing cached is fresh; an announcement that cannot be read drops everything.
   const unlisten = await onKeyChanges(
@@ -91,6 +98,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   return {
     ctx,
     app,
+    metrics: ctx.metrics,
     async close() {
       await Promise.all(jobs.map((job) => job.stop()));
       await lastUse.flush();

@@ -1,4 +1,5 @@
 import { loadSecrets, type Config } from "../config.ts";
+import { metricsHandler } from "../http/metrics-server.ts";
 import { listen } from "../http/server.ts";
 import { createKeyplane, openDatabase } from "../keyplane.ts";
 import { createLogger } from "../logging.ts";
@@ -14,10 +15,11 @@ export async function serve(config: Config): Promise<void> {
   }
   const db = await openDatabase(config, log);
   const keyplane = await createKeyplane({ db, secrets, runtimeHeader: config.runtimeHeader, log, keyCache: { staleMs: config.staleMs },
-    throttle: { failuresPerMinute: config.authFailuresPerMinute }, trustedProxies: config.trustedProxies });
+    throttle: { failuresPerMinute: config.authFailuresPerMinute }, trustedProxies: config.trustedProxies, metrics: config.metricsPort !== undefined });
   const http = await listen(keyplane.app, config.port, config.host);
+  const metrics = keyplane.metrics && config.metricsPort !== undefined ? await listen(metricsHandler(keyplane.metrics), config.metricsPort, config.host) : undefined;
   const operator = await startOperator(config.operator, keyplane.ctx, log);
-  log.info({ url: http.url, database: db.kind, operator: operator ? "on" : "off" }, "keyplane serving");
+  log.info({ url: http.url, metrics: metrics?.url, database: db.kind, operator: operator ? "on" : "off" }, "keyplane serving");
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -26,6 +28,7 @@ export async function serve(config: Config): Promise<void> {
     log.info({ signal }, "stopping: finishing requests in flight");
     await operator?.stop();
     await http.close();
+    await metrics?.close();
     await keyplane.close();
     await db.close();
     log.info("stopped");

@@ -36,7 +36,7 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
 
   app.use((req, res, next) => {
     req.id = requestId(req, res);
-    logWhenAnswered(ctx.log, req, res, req.id);
+    logWhenAnswered(ctx, req, res, req.id);
     next();
   });
   app.use(requireJsonBody);

@@ -93,7 +93,7 @@ export class AuthHandler {
       if (!AUTH.test(req.url ?? "")) return next(req, res);
       const reqId = requestId(req, res);
       const answering: Answering = { route: "/auth" };
-      logWhenAnswered(this.#ctx.log, req, res, reqId, answering);
+      logWhenAnswered(this.#ctx, req, res, reqId, answering);
       this.answer(req, res, answering).catch((error: unknown) => answerError(res, error, this.#ctx.log, reqId));
     };
   }

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Request } from "express";
-import type { Logger } from "pino";
+import type { Context } from "../services/context.ts";
 import "./request.ts";
 
 /** The request's id: its X-Request-Id when sane, else a new one; echoed in the answer. */
@@ -22,16 +22,20 @@ export interface Answering {
  * Logs the request once it has been answered, by the pattern of the route that answered it
  * (`/customers/:customer/keys`) and the numeric id of the calling key, never its path, query or
  * token: those can hold a token in any spelling. Express sets `req.route` and `req.principal`; other
- * handlers pass `answering`; no route is "unmatched".
+ * handlers pass `answering`; no route is "unmatched". The same route labels the request's metrics.
  */
-export function logWhenAnswered(log: Logger, req: IncomingMessage, res: ServerResponse, reqId: string, answering?: Answering): void {
-  if (!log.isLevelEnabled("info")) return;
+export function logWhenAnswered(ctx: Pick<Context, "log" | "metrics">, req: IncomingMessage, res: ServerResponse, reqId: string, answering?: Answering): void {
+  const { log, metrics } = ctx;
+  const logging = log.isLevelEnabled("info");
+  if (!logging && !metrics) return;
   const startedAt = performance.now();
   res.once("finish", () => {
-    const ms = Number((performance.now() - startedAt).toFixed(2));
+    const elapsed = performance.now() - startedAt;
     const routed = req as Partial<Pick<Request, "route" | "principal">>;
     const route = answering?.route ?? (routed.route as { path?: string } | undefined)?.path ?? "unmatched";
+    metrics?.request(req.method, route, res.statusCode, elapsed / 1000);
+    if (!logging) return;
     const key = answering ? answering.key : routed.principal?.key.id;
-    log.info({ reqId, method: req.method, route, key, status: res.statusCode, ms }, "request");
+    log.info({ reqId, method: req.method, route, key, status: res.statusCode, ms: Number(elapsed.toFixed(2)) }, "request");
   });
 }

@@ -23,7 +23,7 @@ export function withSelfFastPath(ctx: Context, trusted: TrustedProxies, next: Re
     if (req.method !== "GET" || !SELF.test(req.url ?? "") || hasBody(req)) return next(req, res);
     const reqId = requestId(req, res);
     const answering: Answering = { route: "/keys/self" };
-    logWhenAnswered(ctx.log, req, res, reqId, answering);
+    logWhenAnswered(ctx, req, res, reqId, answering);
     verify(ctx, req.headers.authorization, clientAddress(req, trusted)).then(
       (principal) => {
         if ("refused" in principal) return sendError(res, "unauthorized", principal.refused);

@@ -50,7 +50,7 @@ export function withVerifyFastPath(ctx: Context, trusted: TrustedProxies, next: 
     if (!plain) return next(req, res);
     const reqId = requestId(req, res);
     const answering: Answering = { route: "/verify" };
-    logWhenAnswered(ctx.log, req, res, reqId, answering);
+    logWhenAnswered(ctx, req, res, reqId, answering);
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.once("end", () => {

@@ -6,6 +6,7 @@ import type { KubeConfig, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { errorFields } from "../domain/errors.ts";
 import type { Context } from "../services/context.ts";
+import type { Metrics } from "../services/metrics.ts";
 import { API_VERSION, GROUP, KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, CRD_VERSION, type ApiKey } from "./apikey.ts";
 import { listenForManagedKeyChanges } from "./feed.ts";
 import type { ObjectCache } from "./gather.ts";
@@ -13,7 +14,7 @@ import { Informer, type ListPage } from "./informer.ts";
 import { apiErrorText, kubeApiFor } from "./kube-api.ts";
 import { formatRef, parseRef, refOf, type ObjectRef } from "./object-ref.ts";
 import { keyStoreFor } from "./keystore.ts";
-import { backoffDelay, WorkQueue, type BackoffOptions } from "./queue.ts";
+import { backoffDelay, WorkQueue, type BackoffOptions, type ProcessResult } from "./queue.ts";
 import { reconcile } from "./reconciler.ts";
 
 export interface ControllerOptions {
@@ -100,7 +101,10 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
     list: (page) => (ns
       ? objects.listNamespacedCustomObject({ group: GROUP, version: CRD_VERSION, namespace: ns, plural: PLURAL, ...page })
       : objects.listCustomObjectForAllNamespaces({ group: GROUP, version: CRD_VERSION, resourcePlural: PLURAL, ...page })) as Promise<ListPage<ApiKey>>,
-    onChange: (_type, apiKey) => enqueue(refOf(apiKey)),
+    onChange: (type, apiKey) => {
+      o.ctx.metrics?.readyStatus(apiKey.metadata.namespace ?? "", apiKey.metadata.name ?? "", type === "deleted" ? undefined : apiKey.status?.conditions ?? []);
+      enqueue(refOf(apiKey));
+    },
     log,
     backoff: o.watchBackoff,
   });
@@ -140,7 +144,7 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
     // No reconcile before both caches hold a full list: a missing ApiKey would read as a deleted one.
     process: async (key) => {
       await synced;
-      return reconcile(deps, parseRef(key)!);
+      return countedReconcile(o.ctx.metrics, () => reconcile(deps, parseRef(key)!));
     },
     onError: (key, error) => {
       if (!leadership.aborted) log.warn({ apiKey: key, error: apiErrorText(error), failures: queue?.failures(key) }, "reconcile failed; retrying after a backoff");
@@ -161,6 +165,21 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
       clearInterval(resyncTimer);
       await Promise.all([apiKeys.stop(), secrets.stop(), unlisten()]);
       await queue.stop();
+      o.ctx.metrics?.forgetReadyStatus();
     },
   };
+}
+
+/** A reconcile, counted by result (docs/operations.md, "Metrics"). */
+export async function countedReconcile(metrics: Metrics | undefined, run: () => Promise<ProcessResult>): Promise<ProcessResult> {
+  const startedAt = performance.now();
+  const seconds = () => (performance.now() - startedAt) / 1000;
+  try {
+    const result = await run();
+    metrics?.reconciled(result === "done" ? "success" : "requeue", seconds());
+    return result;
+  } catch (error) {
+    metrics?.reconciled("error", seconds());
+    throw error;
+  }
 }

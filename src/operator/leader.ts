@@ -6,6 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CoordinationV1Api, V1MicroTime } from "@kubernetes/client-node";
 import type { KubeConfig, V1Lease } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import type { Metrics } from "../services/metrics.ts";
 import { apiErrorText, apiStatusCode } from "./kube-api.ts";
 import { formatRef } from "./object-ref.ts";
 
@@ -55,6 +56,8 @@ export interface LeaderElectionOptions {
   retryPeriodMs: number;
   log: Logger;
   clock?: ElectionClock;
+  /** Shows whether this replica leads (keyplane_operator_leader). */
+  metrics?: Pick<Metrics, "leader">;
 }
 
 export interface LeadershipCallbacks {
@@ -107,6 +110,7 @@ export class LeaderElector {
       }
       this.#o.log.info({ lease: formatRef(this.#o), identity: this.#o.identity }, "became leader");
       this.#leading = true;
+      this.#o.metrics?.leader(true);
       const leadership = new AbortController();
       try {
         callbacks.onStartedLeading(leadership.signal);
@@ -115,6 +119,7 @@ export class LeaderElector {
       }
       await this.#renewUntilLost();
       this.#leading = false;
+      this.#o.metrics?.leader(false);
       leadership.abort();
       if (stopped.aborted) await this.#release();
       else this.#o.log.warn({ lease: formatRef(this.#o) }, "lost leadership: reconciling stops");

@@ -78,6 +78,7 @@ export function runOperator(options: OperatorOptions): Operator {
     renewDeadlineMs: o.renewDeadlineMs,
     retryPeriodMs: o.retryPeriodMs,
     log,
+    metrics: o.ctx.metrics,
   });
   let controller: Controller | undefined;
   let leading = deferred();

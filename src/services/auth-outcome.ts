@@ -8,6 +8,7 @@ export type AuthOutcome = "valid" | "forbidden" | "throttled" | AuthFailure;
 
 const FAILURES = new Set<AuthOutcome>(["malformed", "unknown", "disabled", "expired"]);
 
-export function recordAuthentication(ctx: Context, _endpoint: AuthEndpoint, client: string, outcome: AuthOutcome): void {
+export function recordAuthentication(ctx: Context, endpoint: AuthEndpoint, client: string, outcome: AuthOutcome): void {
+  ctx.metrics?.authentication(endpoint, outcome);
   if (FAILURES.has(outcome)) ctx.throttle.fail(client);
 }

@@ -5,6 +5,7 @@ import type { Migration } from "../store/migrate.ts";
 import type { KeyCache } from "./key-cache.ts";
 import type { KeyInserts } from "./key-inserts.ts";
 import type { LastUse } from "./last-use.ts";
+import type { Metrics } from "./metrics.ts";
 import type { PathScopeCache } from "./path-scope-cache.ts";
 import type { Throttle } from "./throttle.ts";
 
@@ -21,6 +22,8 @@ export interface Context {
   throttle: Throttle;
   /** What platform paths name, for /auth and POST /verify. */
   pathScopes: PathScopeCache;
+  /** The Prometheus metrics; absent where nothing serves them. */
+  metrics?: Metrics;
   clock: () => Date;
   log: Logger;
   /** The migrations this release knows: all applied means the database is ready. */

@@ -9,11 +9,12 @@ export const EXPIRY_SWEEP_MS = 20_000;
 const BATCH = 1_000;
 
 /** Records every due expiry; returns how many. */
-export async function sweepExpiries(ctx: Pick<Context, "db" | "clock">): Promise<number> {
+export async function sweepExpiries(ctx: Pick<Context, "db" | "clock" | "metrics">): Promise<number> {
   let total = 0;
   for (;;) {
     const recorded = await keyRecordExpiries(ctx.db, { sql: "true", params: [] }, ctx.clock(), { limit: BATCH, skipLocked: true });
     total += recorded;
+    ctx.metrics?.keyEvents("expired", recorded);
     if (recorded < BATCH) return total;
   }
 }

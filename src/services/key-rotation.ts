@@ -44,6 +44,8 @@ export async function rotateKey(ctx: Context, target: Scope, ref: string, req: R
       now,
     );
   });
+  ctx.metrics?.keyEvents("rotated");
+  ctx.metrics?.keyEvents("created");
   // The old key now expires (at once, with no grace): this process must not serve it from its cache.
   ctx.keyCache.invalidate(found.hash.toString("hex"));
   return withToken(successor, token);

@@ -71,7 +71,10 @@ export async function provisionKey(ctx: Context, scope: Scope, req: ProvisionReq
     const inserted = await ctx.keyInserts.insert({
       ...minted, name: req.name, active, type: keyTypeFor(scope), scope, userId: null, managedBy: req.managedBy ?? null, expiresAt, author: by, changes, now,
     });
-    if (inserted) return { key: withToken(inserted, token), created: true };
+    if (inserted) {
+      ctx.metrics?.keyEvents("created");
+      return { key: withToken(inserted, token), created: true };
+    }
     const holder = await keyFindByIdentity(ctx.db, scope, req.name, now);
     if (holder) return { key: unseal(ctx, holder), created: false };
     // No live key holds the name, so an expired one does, or the holder went between the two statements.
@@ -123,16 +126,18 @@ export async function updateKey(ctx: Context, target: Scope, ref: string, patch:
   const found = await findKey(ctx, target, ref);
   if (!found) throw keyNotFound();
   try {
-    await ctx.db.transaction(async (tx) => {
+    const updated = await ctx.db.transaction(async (tx) => {
       const before = await keyLockById(tx, found.id, now);
       if (!before) throw keyNotFound();
       const after = patched(before, patch, now);
       const changes = changesBetween(before, { ...after, replacedBy: before.replacedBy });
-      if (Object.keys(changes).length === 0) return;
+      if (Object.keys(changes).length === 0) return false;
       // A name still held by an expired key is free: record that expiry first, or the index refuses the name.
       if (changes.name) await keyRecordExpiries(tx, holderOf(scopeOf(before), after.name), now);
       await keyUpdate(tx, before.id, after, by, changes, now);
+      return true;
     });
+    if (updated) ctx.metrics?.keyEvents("updated");
   } catch (error) {
     if (error instanceof UniqueViolation) throw conflict(`A key named "${patch.name}" already exists in this scope.`);
     throw error;
@@ -145,7 +150,7 @@ export async function updateKey(ctx: Context, target: Scope, ref: string, patch:
 export async function deleteKey(ctx: Context, target: Scope, ref: string, by: Author): Promise<void> {
   const stored = await findKey(ctx, target, ref);
   if (!stored) return;
-  await keyDelete(ctx.db, stored.id, by, ctx.clock());
+  if (await keyDelete(ctx.db, stored.id, by, ctx.clock())) ctx.metrics?.keyEvents("deleted");
   ctx.keyCache.invalidate(stored.hash.toString("hex"));
 }
 

@@ -7,6 +7,7 @@ import { Agent, request, type IncomingHttpHeaders } from "node:http";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listen, type Listening } from "../../src/http/server.ts";
+import { expectCleanLabels, namesOf } from "../support/metric-labels.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";
 
@@ -156,7 +157,7 @@ async function fuzzerKey(): Promise<string> {
 }
 
 beforeAll(async () => {
-  svc = await startService("pglite");
+  svc = await startService("pglite", { metrics: true });
   server = await listen(svc.app, 0, "127.0.0.1");
   acme = await createTenant(svc, "acme");
   const made = await send({ method: "POST", path: "/keys", token: acme.keys.customer, contentType: "application/json", body: '{"name":"punching-bag"}' });
@@ -746,5 +747,11 @@ describe("paths", () => {
       expectError(a, 405, `${method} ${path}`);
       expect(a.headers.allow, `${method} ${path}`).toBe(allow);
     }
+  });
+});
+
+describe("metrics", () => {
+  it("leaves no token, name or raw path in a label after all of the above", async () => {
+    await expectCleanLabels(svc.metrics!, [...namesOf([acme]), "punching-bag", "sandbox", "sip.sandbox.example", "15550001111"]);
   });
 });

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listen, type Listening } from "../../src/http/server.ts";
 import { backends } from "../support/databases.ts";
+import { expectCleanLabels, namesOf } from "../support/metric-labels.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";
 
@@ -286,7 +287,7 @@ describe.each(backends())("isolation matrix on %s", (backend) => {
   }
 
   beforeAll(async () => {
-    svc = await startService(backend);
+    svc = await startService(backend, { metrics: true });
     server = await listen(svc.app, 0, "127.0.0.1");
     world.A = await createTenant(svc, "acme");
     world.B = await createTenant(svc, "globex");
@@ -516,5 +517,9 @@ describe.each(backends())("isolation matrix on %s", (backend) => {
       );
       expect(matrix.body).toHaveLength(5);
     }
+  });
+
+  it("leaves no token, name or raw path in a metric label", async () => {
+    await expectCleanLabels(svc.metrics!, namesOf([world.A, world.B]));
   });
 });

@@ -61,6 +61,8 @@ export interface TestServiceOptions {
   throttle?: ThrottleOptions;
   trustedProxies?: TrustedProxies;
   pathScopes?: PathScopeCacheOptions;
+  /** Keep Prometheus metrics (off by default, as in `keyplane serve` without KEYPLANE_METRICS_PORT). */
+  metrics?: boolean;
 }
 
 export function captureLogger(logs: string[], secrets: string[] = []): Logger {
@@ -86,6 +88,7 @@ export async function startService(backend: Backend, options: TestServiceOptions
     throttle: options.throttle ?? { failuresPerMinute: 1_000_000 },
     trustedProxies: options.trustedProxies,
     pathScopes: options.pathScopes,
+    metrics: options.metrics,
   });
   // Every answer this service gives is checked against its own /openapi.json (conformance.ts).
   const app = (await conformanceOf(keyplane.app)).wrap(keyplane.app);

@@ -1,0 +1,68 @@
+import type autocannon from "autocannon";
+import { load, type LoadResult } from "./load.ts";
+import { freePort, startKeyplane, type KeyplaneEnv, type Server } from "./processes.ts";
+
+// The metrics phase (bench/README.md): what keeping Prometheus metrics costs the hot path. A second
+// keyplane on the same database runs with KEYPLANE_METRICS_PORT and is scraped every second while it
+// is loaded; the first, without, is measured right before and right after it, for GET /keys/self and
+// for POST /verify. Each figure is the metered throughput ÷ the mean of the two unmetered runs.
+
+export interface MetricsTools {
+  connections: number;
+  seconds: number;
+  warmupSeconds: number;
+  say(text: string): void;
+  expectAnswers(what: string, result: LoadResult, allowed: string[]): void;
+}
+
+export interface MetricsFigures {
+  metricsSelfOnVsOff: number;
+  metricsVerifyOnVsOff: number;
+}
+
+const round = (n: number, digits = 3) => Number(n.toFixed(digits));
+
+export async function metricsPhase(t: MetricsTools, off: Server, env: KeyplaneEnv, token: string): Promise<{ figures: MetricsFigures; details: Record<string, string>; scrapes: number }> {
+  const metricsPort = await freePort();
+  const on = await startKeyplane("M", env, [], { KEYPLANE_METRICS_PORT: String(metricsPort) });
+  let scrapes = 0;
+  const scrapeUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+  const scraped = async <T>(run: () => Promise<T>): Promise<T> => {
+    const timer = setInterval(() => void fetch(scrapeUrl).then(async (res) => {
+      await res.text();
+      if (res.status === 200) scrapes++;
+    }, () => undefined), 1_000);
+    try {
+      return await run();
+    } finally {
+      clearInterval(timer);
+    }
+  };
+  try {
+    const self: autocannon.Request[] = [{ method: "GET", path: "/keys/self", headers: { authorization: `Bearer ${token}` } }];
+    const verify: autocannon.Request[] = [{ method: "POST", path: "/verify", headers: { "content-type": "application/json" }, body: JSON.stringify({ key: token }) }];
+    const run = (server: Server, requests: autocannon.Request[], duration = t.seconds) => load({ url: server.url, connections: t.connections, duration, requests });
+    const ratio = async (what: string, requests: autocannon.Request[]) => {
+      t.say(`metrics: ${what}, without metrics, with (scraped every second), without again; ${t.seconds} s each`);
+      await run(off, requests, t.warmupSeconds);
+      await run(on, requests, t.warmupSeconds);
+      const before = await run(off, requests);
+      const metered = await scraped(() => run(on, requests));
+      const after = await run(off, requests);
+      for (const [name, result] of [["without metrics", before], ["with metrics", metered], ["without metrics, again", after]] as const) {
+        t.expectAnswers(`metrics: ${what} ${name}`, result, ["200"]);
+      }
+      const offRps = (before.requestsPerSecond + after.requestsPerSecond) / 2;
+      return { value: round(metered.requestsPerSecond / offRps), detail: `${Math.round(metered.requestsPerSecond)} vs ${Math.round(offRps)} req/s` };
+    };
+    const selfRatio = await ratio("GET /keys/self", self);
+    const verifyRatio = await ratio("POST /verify", verify);
+    return {
+      figures: { metricsSelfOnVsOff: selfRatio.value, metricsVerifyOnVsOff: verifyRatio.value },
+      details: { metricsSelfOnVsOff: selfRatio.detail, metricsVerifyOnVsOff: verifyRatio.detail },
+      scrapes,
+    };
+  } finally {
+    await on.stop();
+  }
+}

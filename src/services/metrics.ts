@@ -1,0 +1,125 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { KeyAction } from "../domain/key-event.ts";
+import { KEY_ACTIONS } from "../domain/key-event.ts";
+import type { AuthEndpoint, AuthOutcome } from "./auth-outcome.ts";
+import type { KeyCacheStats } from "./key-cache.ts";
+
+// The process's Prometheus metrics (docs/operations.md, "Metrics"), in a registry of its own so that
+// several instances in one process stay apart. No label holds a token, a customer's or key's name, or
+// a raw path: routes are patterns, methods outside a fixed list are "other". On the hot path counting
+// is adding one to a plain number, published when Prometheus scrapes (a prom-client series hashes its
+// labels on every increment); only the request's duration goes to a prom-client histogram.
+const ENDPOINTS: readonly AuthEndpoint[] = ["rest", "verify", "auth"];
+const OUTCOMES: readonly AuthOutcome[] = ["valid", "malformed", "unknown", "disabled", "expired", "forbidden", "throttled"];
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+export const CONDITIONS = ["Ready", "Reconciling", "Stalled"] as const;
+export type ReconcileResult = "success" | "error" | "requeue";
+
+/** What the metrics read at scrape time rather than count as they happen. */
+export interface MetricsSources {
+  keyCache(): KeyCacheStats;
+  databaseUp(): Promise<boolean>;
+}
+
+type Inc = { inc(n?: number): void };
+type Observe = { observe(value: number): void };
+/** An answer's series: its count and its histogram, made on its first request and kept. */
+type RequestSeries = { labels: { method: string; route: string; status: string }; count: number; duration: Observe };
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly #authentications = Object.fromEntries(ENDPOINTS.map((e) => [e, Object.fromEntries(OUTCOMES.map((o) => [o, 0]))])) as Record<AuthEndpoint, Record<AuthOutcome, number>>;
+  readonly #keyEvents = new Map<KeyAction, Inc>();
+  /** By route, then method, then status: no label strings are built per request. */
+  readonly #requestSeries = new Map<string, Map<string, Map<number, RequestSeries>>>();
+  readonly #durations: Histogram<"method" | "route">;
+  readonly #reconciles: Counter<"result">;
+  readonly #reconcileDurations: Histogram;
+  readonly #ready: Gauge<"namespace" | "name" | "condition">;
+  readonly #leader: Gauge;
+
+  constructor(sources: MetricsSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    const requestSeries = this.#requestSeries;
+    new Counter({ name: "keyplane_http_requests_total", help: "HTTP requests answered", labelNames: ["method", "route", "status"], registers,
+      collect() {
+        this.reset();
+        for (const byMethod of requestSeries.values()) for (const byStatus of byMethod.values()) for (const s of byStatus.values()) this.inc(s.labels, s.count);
+      } });
+    this.#durations = new Histogram({ name: "keyplane_http_request_duration_seconds", help: "Time to answer an HTTP request", labelNames: ["method", "route"], registers,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] });
+    const authentications = this.#authentications;
+    new Counter({ name: "keyplane_authentications_total", help: "Keys presented, by endpoint and what they turned out to be", labelNames: ["endpoint", "result"], registers,
+      collect() {
+        this.reset();
+        for (const endpoint of ENDPOINTS) for (const result of OUTCOMES) this.inc({ endpoint, result }, authentications[endpoint][result]);
+      } });
+    const keyEvents = new Counter({ name: "keyplane_key_events_total", help: "Key changes recorded by this process", labelNames: ["action"], registers });
+    for (const action of KEY_ACTIONS) this.#keyEvents.set(action, keyEvents.labels(action));
+    // The key cache counts for itself (no cost on the hot path); its counts are read at scrape time.
+    new Counter({ name: "keyplane_key_cache_requests_total", help: "Verification cache look-ups, by result", labelNames: ["result"], registers,
+      collect() {
+        const stats = sources.keyCache();
+        this.reset();
+        this.labels("hit").inc(stats.hits);
+        this.labels("miss").inc(stats.misses);
+      } });
+    new Gauge({ name: "keyplane_key_cache_entries", help: "Keys and unknown tokens in the verification cache", registers,
+      collect() { this.set(sources.keyCache().size); } });
+    new Gauge({ name: "keyplane_database_up", help: "1 while the database answers and is migrated, else 0", registers,
+      async collect() { this.set((await sources.databaseUp()) ? 1 : 0); } });
+    this.#reconciles = new Counter({ name: "keyplane_apikey_reconciles_total", help: "ApiKey reconciles, by result", labelNames: ["result"], registers });
+    this.#reconcileDurations = new Histogram({ name: "keyplane_apikey_reconcile_duration_seconds", help: "Time per ApiKey reconcile", registers });
+    this.#ready = new Gauge({ name: "keyplane_apikey_ready_status", help: "1 while the ApiKey's condition is True, else 0", labelNames: ["namespace", "name", "condition"], registers });
+    this.#leader = new Gauge({ name: "keyplane_operator_leader", help: "1 while this replica holds the operator's Lease", registers });
+    this.#leader.set(0);
+  }
+
+  authentication(endpoint: AuthEndpoint, result: AuthOutcome): void {
+    this.#authentications[endpoint][result]++;
+  }
+
+  keyEvents(action: KeyAction, count = 1): void {
+    if (count > 0) this.#keyEvents.get(action)!.inc(count);
+  }
+
+  /** An answered request, by its route's pattern ("unmatched" for none). */
+  request(method: string | undefined, route: string, status: number, seconds: number): void {
+    const m = method && METHODS.has(method) ? method : "other";
+    let byMethod = this.#requestSeries.get(route);
+    if (!byMethod) this.#requestSeries.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(m);
+    if (!byStatus) byMethod.set(m, (byStatus = new Map()));
+    let series = byStatus.get(status);
+    if (!series) byStatus.set(status, (series = { labels: { method: m, route, status: String(status) }, count: 0, duration: this.#durations.labels(m, route) }));
+    series.count++;
+    series.duration.observe(seconds);
+  }
+
+  reconciled(result: ReconcileResult, seconds: number): void {
+    this.#reconciles.labels(result).inc();
+    this.#reconcileDurations.observe(seconds);
+  }
+
+  /** An ApiKey's conditions as last seen: 1 for each True, else 0; undefined (the ApiKey gone) removes its series. */
+  readyStatus(namespace: string, name: string, conditions: readonly { type: string; status: string }[] | undefined): void {
+    for (const condition of CONDITIONS) {
+      if (!conditions) this.#ready.remove(namespace, name, condition);
+      else this.#ready.labels(namespace, name, condition).set(conditions.some((c) => c.type === condition && c.status === "True") ? 1 : 0);
+    }
+  }
+
+  /** No ApiKey's status is known here any more (leadership lost). */
+  forgetReadyStatus(): void {
+    this.#ready.reset();
+  }
+
+  leader(leading: boolean): void {
+    this.#leader.set(leading ? 1 : 0);
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
