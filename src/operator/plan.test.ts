@@ -59,9 +59,12 @@ const readyStatus = (over: Partial<ApiKeyStatus> = {}): ApiKeyStatus => ({
   ...over,
 });
 
+/** A status written for a reason a person must act on: Ready False and Stalled True. */
 const notReadyStatus = (reason: ReadyReason, message: string): ApiKeyStatus => ({
   observedGeneration: 2,
-  conditions: [{ type: "Ready", status: "False", reason, message, lastTransitionTime: EARLIER, observedGeneration: 2 }],
+  conditions: ["Ready", "Stalled"].map((type) => ({
+    type, status: type === "Ready" ? "False" : "True", reason, message, lastTransitionTime: EARLIER, observedGeneration: 2,
+  })),
 });
 
 /** Everything in place: the key, its Secret and a status that says so. */
@@ -375,12 +378,25 @@ const cases: Case[] = [
   },
 ];
 
+/** Stalled and Reconciling, as [type, status, reason]. */
+function otherConditions(status: ApiKeyStatus): string[][] {
+  return (status.conditions ?? []).slice(1).map((c) => [c.type, c.status, c.reason]);
+}
+
+/** What kstatus wants beside Ready: Stalled for what a person must fix, Reconciling while retrying. */
+function kstatusOf(reason: string | null): string[][] {
+  if (reason === null || reason === "Provisioned") return [];
+  if (reason === "Error") return [["Reconciling", "True", reason]];
+  return [["Stalled", "True", reason]];
+}
+
 describe("plan", () => {
   it.each(cases.map((c) => [c.name, c] as const))("%s", (_name, c) => {
     const p = plan(c.input);
     expect(p.actions.map((a) => a.type)).toEqual(c.actions);
     expect(p.next).toBe(c.next);
     expect(p.status?.conditions?.[0]?.reason ?? null).toBe(c.ready);
+    if (p.status) expect(otherConditions(p.status)).toEqual(kstatusOf(c.ready));
     c.also?.(p);
   });
 
@@ -416,7 +432,10 @@ describe("failurePlan: the status after a failed action, by the same author", ()
     expect(failed.next).toBe("retry");
     expect(failed.status).toMatchObject({
       observedGeneration: 2,
-      conditions: [{ type: "Ready", status: "False", reason: "Error", message: "createSecret failed: 500 etcd timeout", lastTransitionTime: "2025-05-01T12:00:00Z" }],
+      conditions: [
+        { type: "Ready", status: "False", reason: "Error", message: "createSecret failed: 500 etcd timeout", lastTransitionTime: "2025-05-01T12:00:00Z" },
+        { type: "Reconciling", status: "True", reason: "Error", observedGeneration: 2 },
+      ],
       key: { id: 17, hint: "XI…7798" },
     });
     expect(failed.actions.map((a) => a.type)).toEqual(["recordEvent", "patchStatus"]);

@@ -10,7 +10,7 @@ import { formatRef, refOf } from "./object-ref.ts";
 import { FINALIZER, type ApiKey, type ApiKeyStatus, type DeletionPolicy, type EffectiveSpec, type SpecResult } from "./apikey.ts";
 import type { KeyView, KeyWithToken } from "./keystore.ts";
 import { desiredSecret, isOwnedBy, secretChange, secretReplacement } from "./secret.ts";
-import { readyCondition, readyConditionOf, sameJson, type Readiness } from "./status.ts";
+import { conditions, readyConditionOf, sameJson, type Readiness } from "./status.ts";
 
 export interface PlanInput {
   apiKey: ApiKey;
@@ -195,7 +195,7 @@ function settle(input: PlanInput, actions: Action[], decision: Decision | undefi
   const key = input.key && input.key.managedBy === owner ? input.key : undefined;
   const status: ApiKeyStatus = {
     ...(input.apiKey.metadata.generation !== undefined ? { observedGeneration: input.apiKey.metadata.generation } : {}),
-    conditions: [readyCondition(current, ready, input.apiKey.metadata.generation, input.now)],
+    conditions: conditions(current, ready, input.apiKey.metadata.generation, input.now),
     ...(key ? { key: { id: key.id, type: key.type as StatusKeyType, hint: tokenHint(key.token) } } : {}),
     ...(ready.status === "True" && input.spec.ok ? { secretName: input.spec.spec.secret.name } : {}),
   };

@@ -21,15 +21,34 @@ export function readyConditionOf(status: ApiKeyStatus | undefined): ApiKeyCondit
   return status?.conditions?.find((c) => c.type === READY);
 }
 
-/** The Ready condition; its lastTransitionTime moves only when its status flips. */
-export function readyCondition(current: ApiKeyStatus | undefined, ready: Readiness, generation: number | undefined, now: Date): ApiKeyCondition {
-  const previous = readyConditionOf(current);
+export const RECONCILING = "Reconciling";
+export const STALLED = "Stalled";
+
+/** The reasons a person must act on: Stalled True carries them (docs/operator.md, "Status"). */
+const STALLING: ReadonlySet<ReadyReason> = new Set(["InvalidSpec", "ScopeNotFound", "KeyConflict", "SecretConflict"]);
+
+/**
+ * The kstatus conditions: Ready; Stalled True with Ready's reason when a person must act; Reconciling True
+ * while the operator still retries toward the spec. Stalled and Reconciling are left out otherwise.
+ */
+export function conditions(current: ApiKeyStatus | undefined, ready: Readiness, generation: number | undefined, now: Date): ApiKeyCondition[] {
+  const make = (type: string, status: Readiness["status"]) => condition(current, { type, status, reason: ready.reason, message: ready.message }, generation, now);
+  const stalled = ready.status === "False" && STALLING.has(ready.reason);
+  const reconciling = ready.status === "False" && !stalled;
+  return [make(READY, ready.status), ...(stalled ? [make(STALLED, "True")] : []), ...(reconciling ? [make(RECONCILING, "True")] : [])];
+}
+
+/** A condition; its lastTransitionTime moves only when its status flips. */
+function condition(
+  current: ApiKeyStatus | undefined,
+  wanted: Pick<ApiKeyCondition, "type" | "status" | "reason" | "message">,
+  generation: number | undefined,
+  now: Date,
+): ApiKeyCondition {
+  const previous = current?.conditions?.find((c) => c.type === wanted.type);
   return {
-    type: READY,
-    status: ready.status,
-    reason: ready.reason,
-    message: ready.message,
-    lastTransitionTime: previous?.status === ready.status ? previous.lastTransitionTime : kubeTime(now),
+    ...wanted,
+    lastTransitionTime: previous?.status === wanted.status ? previous.lastTransitionTime : kubeTime(now),
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
   };
 }
