@@ -10,6 +10,7 @@ import type { ReadyReason } from "./status.ts";
 
 const NOW = new Date("2025-05-01T12:00:00.250Z");
 const EARLIER = "2025-04-30T08:00:00Z";
+const ISSUED_AT = new Date(EARLIER);
 const UID = "5b0c7a4e-uid-of-billing";
 const TOKEN = "XI0123456789ABCDEF0123456789AB7798";
 const OTHER_TOKEN = "XIFFFFFFFFFFFFFFFFFFFFFFFFFFFF1111";
@@ -28,11 +29,11 @@ function apiKey(spec: Partial<ApiKeySpecInput> = {}, meta: Partial<ApiKey["metad
 }
 
 function key(over: Partial<KeyWithToken> = {}): KeyWithToken {
-  return { id: 17, name: "billing", active: true, type: "customer", managedBy: OWNER, scope: SCOPE, token: TOKEN, ...over };
+  return { id: 17, name: "billing", active: true, type: "customer", managedBy: OWNER, scope: SCOPE, token: TOKEN, issuedAt: ISSUED_AT, ...over };
 }
 
 function view(k: KeyWithToken): KeyView {
-  const { token: _token, ...rest } = k;
+  const { token: _token, issuedAt: _issuedAt, ...rest } = k;
   return rest;
 }
 
@@ -443,5 +444,21 @@ describe("failurePlan: the status after a failed action, by the same author", ()
 
     const again = failurePlan(settled({ apiKey: apiKey({}, {}, failed.status) }), "createSecret failed: 500 etcd timeout");
     expect(again.actions).toEqual([]);
+  });
+});
+
+describe("status.rotation", () => {
+  it("shows the next rotation, every after the key was issued, and keeps what was recorded", () => {
+    const rotation = { everyMs: 86_400_000, gracePeriodMs: 3_600_000, restartWorkloads: false };
+    const input = settled();
+    if (!input.spec.ok) throw new Error("settled() has a valid spec");
+    const ak = apiKey({}, {}, readyStatus({ rotation: { lastRequest: "1", nextRotationTime: "2000-01-01T00:00:00Z" } }));
+    const p = plan({ ...input, apiKey: ak, spec: { ok: true, spec: { ...input.spec.spec, rotation } } });
+    expect(p.status?.rotation).toEqual({ lastRequest: "1", nextRotationTime: "2025-05-01T08:00:00Z" });
+    expect(p.actions.map((a) => a.type)).toEqual(["patchStatus"]);
+  });
+
+  it("is left out without spec.rotation nor anything recorded", () => {
+    expect(plan(fresh({ key: key(), managedKeys: [view(key())] })).status?.rotation).toBeUndefined();
   });
 });
