@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MANAGED_BY_LABEL, type ApiKey } from "../../src/operator/apikey.ts";
 import type { Operator } from "../../src/operator/start.ts";
+import { haveLua, runArgoHealth } from "../support/argocd.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
 import { apiStatusCode, createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
 import { startService, type TestService } from "../support/service.ts";
@@ -169,13 +170,21 @@ describeKube("operator", () => {
     expect(await liveKeys(svc, "acme", "legacy")).toEqual([expect.objectContaining({ id: made.id, managed_by: `${k.namespace}/legacy` })]);
   });
 
-  it("waits for an unknown customer (ScopeNotFound), and is Ready once the customer is created", async () => {
+  it("waits for an unknown customer (ScopeNotFound, Stalled, Degraded in Argo CD), and is Ready and Healthy once it is created", async () => {
     await k.createApiKey("early", { customer: "initech" });
     const waiting = await k.waitFor("early", "ScopeNotFound");
-    expect(waiting.status?.conditions?.[0]?.message).toBe('customer "initech" does not exist in keyplane');
+    const message = 'customer "initech" does not exist in keyplane';
+    expect(waiting.status?.conditions).toEqual([
+      expect.objectContaining({ type: "Ready", status: "False", reason: "ScopeNotFound", message, observedGeneration: waiting.metadata.generation }),
+      expect.objectContaining({ type: "Stalled", status: "True", reason: "ScopeNotFound", message, observedGeneration: waiting.metadata.generation }),
+    ]);
+    if (haveLua()) expect(await runArgoHealth(waiting)).toEqual({ status: "Degraded", message: `ScopeNotFound: ${message}` });
+
     await createCustomer(svc, "initech");
-    await k.waitReady("early", 15_000);
+    const ready = await k.waitReady("early", 15_000);
     expect((await whoAmI(svc, await k.token("early"))).status).toBe(200);
+    expect(ready.status?.conditions?.map((c) => c.type)).toEqual(["Ready"]);
+    if (haveLua()) expect(await runArgoHealth(ready)).toMatchObject({ status: "Healthy" });
   });
 
   it("reports a spec that breaks the scope rules (InvalidSpec) where the API server does not refuse it", async () => {
