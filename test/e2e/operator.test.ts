@@ -187,6 +187,17 @@ describeKube("operator", () => {
     if (haveLua()) expect(await runArgoHealth(ready)).toMatchObject({ status: "Healthy" });
   });
 
+  it("refuses a rotation period that is no Go duration, and reports one under 10s as InvalidSpec (Stalled)", async () => {
+    await expect(k.createApiKey("daily", { customer: "acme", rotation: { every: "1d" } })).rejects.toSatisfy((e) => apiStatusCode(e) === 422);
+    await k.createApiKey("hasty", { customer: "acme", rotation: { every: "5s" } });
+    const apiKey = await k.waitFor("hasty", "InvalidSpec");
+    expect(apiKey.status?.conditions).toEqual([
+      expect.objectContaining({ type: "Ready", status: "False", message: "spec.rotation.every: must be at least 10s" }),
+      expect.objectContaining({ type: "Stalled", status: "True", reason: "InvalidSpec" }),
+    ]);
+    expect(await k.readSecret("hasty")).toBeUndefined();
+  });
+
   it("reports a spec that breaks the scope rules (InvalidSpec) where the API server does not refuse it", async () => {
     let created: ApiKey | undefined;
     try {
