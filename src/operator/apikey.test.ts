@@ -134,3 +134,29 @@ describe("resolveSpec", () => {
     expect(resolveSpec({ metadata: { name: "billing" } }).ok).toBe(false);
   });
 });
+
+describe("spec.rotation", () => {
+  const rotating = (rotation: object) => resolveSpec({ metadata: { name: "billing" }, spec: { ...acme, rotation } });
+
+  it("reads the durations in milliseconds, with the defaults of gracePeriod and restartWorkloads", () => {
+    const result = rotating({ every: "720h" });
+    expect(result.ok && result.spec.rotation).toEqual({ everyMs: 720 * 3_600_000, gracePeriodMs: 3_600_000, restartWorkloads: false });
+    expect(rotating({ every: "10s", gracePeriod: "0s", restartWorkloads: true })).toMatchObject({
+      ok: true,
+      spec: { rotation: { everyMs: 10_000, gracePeriodMs: 0, restartWorkloads: true } },
+    });
+  });
+
+  it("leaves rotation out when the spec has none", () => {
+    const result = resolveSpec({ metadata: { name: "billing" }, spec: acme });
+    expect(result.ok && result.spec.rotation).toBeUndefined();
+  });
+
+  it.each([
+    [{ every: "9s" }, "spec.rotation.every: must be at least 10s"],
+    [{ every: "1h", gracePeriod: "721h" }, "spec.rotation.gracePeriod: must be at most 720h"],
+    [{ every: "1d" }, "spec.rotation.every: must be a Go duration of h, m and s, such as 720h or 1h30m"],
+  ])("refuses %j, for the Ready condition's message", (rotation, message) => {
+    expect(rotating(rotation)).toEqual({ ok: false, message });
+  });
+});

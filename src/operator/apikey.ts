@@ -5,6 +5,7 @@ import { keyNameSchema } from "../domain/key-name.ts";
 import type { V1ObjectMeta } from "@kubernetes/client-node";
 import type { KeyType } from "../domain/model.ts";
 import type { ScopeRefs } from "../domain/scope.ts";
+import { GO_DURATION_PATTERN, parseGoDuration } from "./duration.ts";
 
 export const GROUP = "keyplane.dev";
 export const CRD_VERSION = "v1alpha1";
@@ -16,6 +17,8 @@ export const SHORT_NAME = "ak";
 export const FINALIZER = "keyplane.dev/finalizer";
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 export const MANAGED_BY_VALUE = "keyplane";
+/** An annotation whose every new value asks for one rotation (docs/operator.md, "Rotation"). */
+export const ROTATE_ANNOTATION = "keyplane.dev/rotate";
 
 // Patterns are anchored and free of look-arounds: the API server evaluates them with Go's RE2.
 // An id (digits), a uuid and a customer or application name are all 1-64 of A-Za-z0-9._- (docs/api.md, "Directory").
@@ -68,6 +71,35 @@ export const scopeRules: readonly { field: keyof ScopeFields; message: string; c
   },
 ];
 
+/** Bounds of spec.rotation that a pattern cannot say; checked by resolveSpec and reported as InvalidSpec. */
+export const MIN_ROTATION_EVERY_MS = 10_000;
+export const MAX_GRACE_PERIOD_MS = 720 * 3_600_000;
+
+const goDuration = z.string().regex(new RegExp(GO_DURATION_PATTERN), "must be a Go duration of h, m and s, such as 720h or 1h30m");
+
+export const rotationSchema = z
+  .object({
+    every: goDuration.describe("Rotate when the current key is this old (a Go duration, at least 10s)."),
+    gracePeriod: goDuration
+      .default("1h")
+      .describe("The old key's longest life once the Secret holds the new one (a Go duration, 0s to 720h)."),
+    restartWorkloads: z
+      .boolean()
+      .default(false)
+      .describe("Restart the Deployments, StatefulSets and DaemonSets of the namespace that use the Secret."),
+  })
+  .superRefine((rotation, ctx) => {
+    // A text that is no duration has its own issue from the pattern.
+    const every = parseGoDuration(rotation.every);
+    const gracePeriod = parseGoDuration(rotation.gracePeriod);
+    if (every !== undefined && every < MIN_ROTATION_EVERY_MS) {
+      ctx.addIssue({ code: "custom", message: "must be at least 10s", path: ["every"] });
+    }
+    if (gracePeriod !== undefined && gracePeriod > MAX_GRACE_PERIOD_MS) {
+      ctx.addIssue({ code: "custom", message: "must be at most 720h", path: ["gracePeriod"] });
+    }
+  });
+
 export const deletionPolicySchema = z.enum(["Delete", "Retain"]);
 
 export const apiKeySpecSchema = z
@@ -100,6 +132,7 @@ export const apiKeySpecSchema = z
     deletionPolicy: deletionPolicySchema
       .default("Delete")
       .describe("Delete: the key is deleted with this resource. Retain: the key stays in keyplane."),
+    rotation: rotationSchema.optional().describe("When the key is replaced by a new one, and what is restarted then."),
   })
   .superRefine((spec, ctx) => {
     for (const rule of scopeRules) {
@@ -109,13 +142,14 @@ export const apiKeySpecSchema = z
   .describe("The key wanted: its scope, name and state, and the Secret that holds it.");
 
 const int64 = z.int().nonnegative().meta({ format: "int64" });
+const dateTime = z.string().meta({ format: "date-time" });
 
 export const conditionSchema = z.object({
   type: z.string().min(1).describe("The condition's type, such as Ready."),
   status: z.enum(["True", "False", "Unknown"]),
   reason: z.string().describe("A CamelCase reason, such as Provisioned or ScopeNotFound."),
   message: z.string().describe("A message for a person."),
-  lastTransitionTime: z.string().meta({ format: "date-time" }).describe("When status last changed."),
+  lastTransitionTime: dateTime.describe("When status last changed."),
   observedGeneration: int64.optional().describe("The metadata.generation the condition was computed from."),
 });
 
@@ -139,6 +173,22 @@ export const apiKeyStatusSchema = z
       .optional()
       .describe("The key in keyplane."),
     secretName: z.string().optional().describe("The Secret that holds the keyId."),
+    rotation: z
+      .object({
+        lastRotationTime: dateTime.optional().describe("When the key was last rotated."),
+        nextRotationTime: dateTime.optional().describe("When spec.rotation.every next rotates the key."),
+        lastRequest: z.string().optional().describe("The last value of the keyplane.dev/rotate annotation acted on."),
+        previousKey: z
+          .object({
+            id: int64.describe("The replaced key's numeric id in keyplane."),
+            hint: z.string().describe("The first and last characters of the replaced keyId."),
+            expiresAt: dateTime.describe("When the replaced key stops authenticating at the latest."),
+          })
+          .optional()
+          .describe("The replaced key, while a rotation is under way."),
+      })
+      .optional()
+      .describe("The key's rotations."),
   })
   .describe("What the operator observed, written through the status subresource.");
 
@@ -165,6 +215,14 @@ export interface EffectiveSpec extends ScopeRefs {
   active: boolean;
   secret: { name: string; key: string; labels: Record<string, string>; annotations: Record<string, string> };
   deletionPolicy: DeletionPolicy;
+  rotation?: EffectiveRotation | undefined;
+}
+
+/** spec.rotation with its durations in milliseconds. */
+export interface EffectiveRotation {
+  everyMs: number;
+  gracePeriodMs: number;
+  restartWorkloads: boolean;
 }
 
 export type SpecResult = { ok: true; spec: EffectiveSpec } | { ok: false; message: string };
@@ -200,6 +258,12 @@ export function resolveSpec(apiKey: { metadata: { name?: string | undefined }; s
         annotations: spec.secret.annotations ?? {},
       },
       deletionPolicy: spec.deletionPolicy,
+      rotation: spec.rotation && {
+        // Both parse: the schema has checked them.
+        everyMs: parseGoDuration(spec.rotation.every) ?? 0,
+        gracePeriodMs: parseGoDuration(spec.rotation.gracePeriod) ?? 0,
+        restartWorkloads: spec.rotation.restartWorkloads,
+      },
     },
   };
 }

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { load } from "js-yaml";
 import { CRD_FILES } from "../cli/crd.ts";
 import { scopeRules } from "./apikey.ts";
+import { GO_DURATION_PATTERN } from "./duration.ts";
 import { buildCrd, crdYaml, toStructural } from "./crd.ts";
 import type { SchemaNode } from "./crd.ts";
 
@@ -58,6 +59,7 @@ describe("the CRD", () => {
       ["Active", "boolean", ".spec.active"],
       ["Ready", "string", '.status.conditions[?(@.type=="Ready")].status'],
       ["Secret", "string", ".status.secretName"],
+      ["Next rotation", "string", ".status.rotation.nextRotationTime"],
       ["Age", "date", ".metadata.creationTimestamp"],
     ]);
   });
@@ -95,9 +97,18 @@ describe("the CRD", () => {
 
   it("types the status, with conditions as a map list keyed by type", () => {
     const status = properties(root).status;
-    expect(Object.keys(properties(status))).toEqual(["observedGeneration", "conditions", "key", "secretName"]);
+    expect(Object.keys(properties(status))).toEqual(["observedGeneration", "conditions", "key", "secretName", "rotation"]);
     expect(properties(status).conditions).toMatchObject({ "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"] });
     expect(properties(properties(status).key).id).toMatchObject({ type: "integer", format: "int64" });
+    expect(Object.keys(properties(properties(status).rotation))).toEqual(["lastRotationTime", "nextRotationTime", "lastRequest", "previousKey"]);
+  });
+
+  it("types spec.rotation: Go durations by pattern, with the defaults", () => {
+    const rotation = properties(properties(root).spec).rotation;
+    expect(rotation).toMatchObject({ required: ["every"] });
+    expect(properties(rotation).every).toMatchObject({ type: "string", pattern: GO_DURATION_PATTERN });
+    expect(properties(rotation).gracePeriod).toMatchObject({ type: "string", pattern: GO_DURATION_PATTERN, default: "1h" });
+    expect(properties(rotation).restartWorkloads).toMatchObject({ type: "boolean", default: false });
   });
 });
 

@@ -97,6 +97,7 @@ export function buildCrd(): Crd {
             column("Active", "boolean", ".spec.active", "Whether the key authenticates"),
             column("Ready", "string", '.status.conditions[?(@.type=="Ready")].status', "Whether the key and its Secret are in place"),
             column("Secret", "string", ".status.secretName", "The Secret that holds the keyId"),
+            column("Next rotation", "string", ".status.rotation.nextRotationTime", "When spec.rotation.every next rotates the key (a time; kubectl shows a future date as <invalid>)"),
             column("Age", "date", ".metadata.creationTimestamp", "Time since creation"),
           ],
           schema: {

@@ -22,6 +22,8 @@ export interface KeyView {
 /** The key an ApiKey asks for, with its token, which goes into the Secret and nowhere else. */
 export interface KeyWithToken extends KeyView {
   token: string;
+  /** When the key was issued: spec.rotation.every counts from here. */
+  issuedAt: Date;
 }
 
 export interface KeyStore {
@@ -50,7 +52,7 @@ export function keyStoreFor(ctx: Context): KeyStore {
     resolveScope: (refs) => resolveNamedScope(ctx, refs),
     async findKey(scope, name) {
       const stored = await findKeyByName(ctx, scope, name);
-      return stored && { ...view(stored), token: unseal(ctx, stored).keyId };
+      return stored && { ...view(stored), token: unseal(ctx, stored).keyId, issuedAt: stored.createdAt };
     },
     async listManaged(owner) {
       return (await listManagedKeys(ctx, owner)).map(view);

@@ -10,6 +10,7 @@ import type { ReadyReason } from "./status.ts";
 
 const NOW = new Date("2025-05-01T12:00:00.250Z");
 const EARLIER = "2025-04-30T08:00:00Z";
+const ISSUED_AT = new Date(EARLIER);
 const UID = "5b0c7a4e-uid-of-billing";
 const TOKEN = "XI0123456789ABCDEF0123456789AB7798";
 const OTHER_TOKEN = "XIFFFFFFFFFFFFFFFFFFFFFFFFFFFF1111";
@@ -28,11 +29,11 @@ function apiKey(spec: Partial<ApiKeySpecInput> = {}, meta: Partial<ApiKey["metad
 }
 
 function key(over: Partial<KeyWithToken> = {}): KeyWithToken {
-  return { id: 17, name: "billing", active: true, type: "customer", managedBy: OWNER, scope: SCOPE, token: TOKEN, ...over };
+  return { id: 17, name: "billing", active: true, type: "customer", managedBy: OWNER, scope: SCOPE, token: TOKEN, issuedAt: ISSUED_AT, ...over };
 }
 
 function view(k: KeyWithToken): KeyView {
-  const { token: _token, ...rest } = k;
+  const { token: _token, issuedAt: _issuedAt, ...rest } = k;
   return rest;
 }
 
@@ -50,30 +51,21 @@ function foreignSecret(name = "billing", extra: Partial<V1Secret["metadata"]> = 
   return { metadata: { name, namespace: "team-a", uid: "foreign-uid", resourceVersion: "3", ...extra }, type: "Opaque", data: { apiKey: "c2VjcmV0" } };
 }
 
-/** Ready, Reconciling and Stalled as the operator writes them for this reason and Ready status. */
-const kstatus = (ready: "True" | "False", reason: string, message: string, at = EARLIER) => {
-  const stalled = ready === "False" && ["InvalidSpec", "ScopeNotFound", "KeyConflict", "SecretConflict"].includes(reason);
-  const reconciling = ready === "False" && !stalled;
-  const condition = (type: string, status: boolean | "True" | "False", text: string) =>
-    ({ type, status: status === true || status === "True" ? "True" : "False", reason, message: text, lastTransitionTime: at, observedGeneration: 2 }) as const;
-  return [
-    condition("Ready", ready, message),
-    condition("Reconciling", reconciling, reconciling ? message : stalled ? "Waiting for a change by a person" : "The spec is carried out"),
-    condition("Stalled", stalled, stalled ? message : "Nothing waits for a person"),
-  ];
-};
-
 const readyStatus = (over: Partial<ApiKeyStatus> = {}): ApiKeyStatus => ({
   observedGeneration: 2,
-  conditions: kstatus("True", "Provisioned", "key XI…7798 is in Secret team-a/billing"),
+  conditions: [{ type: "Ready", status: "True", reason: "Provisioned", message: "key XI…7798 is in Secret team-a/billing",
+    lastTransitionTime: EARLIER, observedGeneration: 2 }],
   key: { id: 17, type: "customer", hint: "XI…7798" },
   secretName: "billing",
   ...over,
 });
 
+/** A status written for a reason a person must act on: Ready False and Stalled True. */
 const notReadyStatus = (reason: ReadyReason, message: string): ApiKeyStatus => ({
   observedGeneration: 2,
-  conditions: kstatus("False", reason, message),
+  conditions: ["Ready", "Stalled"].map((type) => ({
+    type, status: type === "Ready" ? "False" : "True", reason, message, lastTransitionTime: EARLIER, observedGeneration: 2,
+  })),
 });
 
 /** Everything in place: the key, its Secret and a status that says so. */
@@ -387,12 +379,25 @@ const cases: Case[] = [
   },
 ];
 
+/** Stalled and Reconciling, as [type, status, reason]. */
+function otherConditions(status: ApiKeyStatus): string[][] {
+  return (status.conditions ?? []).slice(1).map((c) => [c.type, c.status, c.reason]);
+}
+
+/** What kstatus wants beside Ready: Stalled for what a person must fix, Reconciling while retrying. */
+function kstatusOf(reason: string | null): string[][] {
+  if (reason === null || reason === "Provisioned") return [];
+  if (reason === "Error") return [["Reconciling", "True", reason]];
+  return [["Stalled", "True", reason]];
+}
+
 describe("plan", () => {
   it.each(cases.map((c) => [c.name, c] as const))("%s", (_name, c) => {
     const p = plan(c.input);
     expect(p.actions.map((a) => a.type)).toEqual(c.actions);
     expect(p.next).toBe(c.next);
     expect(p.status?.conditions?.[0]?.reason ?? null).toBe(c.ready);
+    if (p.status) expect(otherConditions(p.status)).toEqual(kstatusOf(c.ready));
     c.also?.(p);
   });
 
@@ -400,7 +405,8 @@ describe("plan", () => {
     const p = plan(fresh({ key: key({ type: "application" }), managedKeys: [view(key())] }));
     expect(p.status).toEqual({
       observedGeneration: 2,
-      conditions: kstatus("True", "Provisioned", "key XI…7798 is in Secret team-a/billing", "2025-05-01T12:00:00Z"),
+      conditions: [{ type: "Ready", status: "True", reason: "Provisioned", message: "key XI…7798 is in Secret team-a/billing",
+        lastTransitionTime: "2025-05-01T12:00:00Z", observedGeneration: 2 }],
       key: { id: 17, type: "application", hint: "XI…7798" },
       secretName: "billing",
     });
@@ -429,9 +435,7 @@ describe("failurePlan: the status after a failed action, by the same author", ()
       observedGeneration: 2,
       conditions: [
         { type: "Ready", status: "False", reason: "Error", message: "createSecret failed: 500 etcd timeout", lastTransitionTime: "2025-05-01T12:00:00Z" },
-        // It retries by itself: still working toward the spec, and nothing for a person to do.
-        { type: "Reconciling", status: "True", reason: "Error", message: "createSecret failed: 500 etcd timeout", lastTransitionTime: "2025-05-01T12:00:00Z" },
-        { type: "Stalled", status: "False", reason: "Error", lastTransitionTime: EARLIER },
+        { type: "Reconciling", status: "True", reason: "Error", observedGeneration: 2 },
       ],
       key: { id: 17, hint: "XI…7798" },
     });
@@ -440,5 +444,21 @@ describe("failurePlan: the status after a failed action, by the same author", ()
 
     const again = failurePlan(settled({ apiKey: apiKey({}, {}, failed.status) }), "createSecret failed: 500 etcd timeout");
     expect(again.actions).toEqual([]);
+  });
+});
+
+describe("status.rotation", () => {
+  it("shows the next rotation, every after the key was issued, and keeps what was recorded", () => {
+    const rotation = { everyMs: 86_400_000, gracePeriodMs: 3_600_000, restartWorkloads: false };
+    const input = settled();
+    if (!input.spec.ok) throw new Error("settled() has a valid spec");
+    const ak = apiKey({}, {}, readyStatus({ rotation: { lastRequest: "1", nextRotationTime: "2000-01-01T00:00:00Z" } }));
+    const p = plan({ ...input, apiKey: ak, spec: { ok: true, spec: { ...input.spec.spec, rotation } } });
+    expect(p.status?.rotation).toEqual({ lastRequest: "1", nextRotationTime: "2025-05-01T08:00:00Z" });
+    expect(p.actions.map((a) => a.type)).toEqual(["patchStatus"]);
+  });
+
+  it("is left out without spec.rotation nor anything recorded", () => {
+    expect(plan(fresh({ key: key(), managedKeys: [view(key())] })).status?.rotation).toBeUndefined();
   });
 });

@@ -7,10 +7,11 @@ import { tokenHint } from "../domain/token.ts";
 import type { NamedScope } from "../services/named-scope.ts";
 import type { Action, EventSpec } from "./actions.ts";
 import { formatRef, refOf } from "./object-ref.ts";
-import { FINALIZER, type ApiKey, type ApiKeyStatus, type DeletionPolicy, type EffectiveSpec, type SpecResult } from "./apikey.ts";
+import { FINALIZER, type ApiKey, type ApiKeyStatus, type DeletionPolicy, type EffectiveRotation, type EffectiveSpec, type SpecResult } from "./apikey.ts";
 import type { KeyView, KeyWithToken } from "./keystore.ts";
 import { desiredSecret, isOwnedBy, secretChange, secretReplacement } from "./secret.ts";
-import { kstatusConditions, readyConditionOf, sameJson, type Readiness } from "./status.ts";
+import { conditions, kubeTime, readyConditionOf, sameJson, type Readiness } from "./status.ts";
+import { nextRotationAt } from "./rotation.ts";
 
 export interface PlanInput {
   apiKey: ApiKey;
@@ -195,9 +196,10 @@ function settle(input: PlanInput, actions: Action[], decision: Decision | undefi
   const key = input.key && input.key.managedBy === owner ? input.key : undefined;
   const status: ApiKeyStatus = {
     ...(input.apiKey.metadata.generation !== undefined ? { observedGeneration: input.apiKey.metadata.generation } : {}),
-    conditions: kstatusConditions(current, ready, input.apiKey.metadata.generation, input.now),
+    conditions: conditions(current, ready, input.apiKey.metadata.generation, input.now),
     ...(key ? { key: { id: key.id, type: key.type as StatusKeyType, hint: tokenHint(key.token) } } : {}),
     ...(ready.status === "True" && input.spec.ok ? { secretName: input.spec.spec.secret.name } : {}),
+    ...rotationStatus(current, input.spec.ok ? input.spec.spec.rotation : undefined, key),
   };
   const previous = readyConditionOf(current);
   if (ready.status === "False" && (previous?.status !== "False" || previous.reason !== ready.reason)) {
@@ -209,6 +211,14 @@ function settle(input: PlanInput, actions: Action[], decision: Decision | undefi
 }
 
 // --- Helpers -------------------------------------------------------------------------------------
+
+/** status.rotation: what was recorded before, with the next rotation of the current key. */
+function rotationStatus(current: ApiKeyStatus | undefined, rotation: EffectiveRotation | undefined, key: KeyWithToken | undefined): Pick<ApiKeyStatus, "rotation"> {
+  const next = key && nextRotationAt(rotation, key.issuedAt);
+  const { nextRotationTime: _stale, ...kept } = current?.rotation ?? {};
+  const status = { ...kept, ...(next ? { nextRotationTime: kubeTime(next) } : {}) };
+  return Object.keys(status).length > 0 ? { rotation: status } : {};
+}
 
 function hasFinalizer(apiKey: ApiKey): boolean {
   return (apiKey.metadata.finalizers ?? []).includes(FINALIZER);

@@ -1,39 +1,30 @@
 import { describe, expect, it } from "vitest";
-import { kstatusConditions, type ReadyReason } from "./status.ts";
+import { conditions } from "./status.ts";
 
-// The kstatus conditions for every Ready reason, from a table written from docs/operator.md
-// ("Status"), not from the code: R = Ready, P = Reconciling (in progress), S = Stalled; T/F.
-const TABLE: Record<ReadyReason, string> = {
-  Provisioned: "R=T P=F S=F",
-  Error: "R=F P=T S=F",
-  InvalidSpec: "R=F P=F S=T",
-  ScopeNotFound: "R=F P=F S=T",
-  KeyConflict: "R=F P=F S=T",
-  SecretConflict: "R=F P=F S=T",
-};
-const now = new Date("2026-11-23T10:00:00.400Z");
-const earlier = "2026-11-23T09:00:00Z";
+const earlier = new Date("2025-05-01T11:00:00Z");
+const now = new Date("2025-05-01T12:00:00Z");
+const conflict = { status: "False", reason: "KeyConflict", message: "managed by ApiKey team-b/payments" } as const;
 
-describe("kstatusConditions", () => {
-  it.each(Object.entries(TABLE))("for reason %s: %s, each with the generation and Ready's reason", (reason, row) => {
-    const [ready, reconciling, stalled] = row.split(" ").map((cell) => (cell.endsWith("T") ? "True" : "False"));
-    const conditions = kstatusConditions(undefined, { status: ready as "True" | "False", reason: reason as ReadyReason, message: "why" }, 7, now);
-    expect(conditions.map((c) => [c.type, c.status, c.reason, c.observedGeneration, c.lastTransitionTime])).toEqual([
-      ["Ready", ready, reason, 7, "2026-11-23T10:00:00Z"],
-      ["Reconciling", reconciling, reason, 7, "2026-11-23T10:00:00Z"],
-      ["Stalled", stalled, reason, 7, "2026-11-23T10:00:00Z"],
+describe("conditions", () => {
+  it("adds Stalled with Ready's reason when a person must act, keeping its transition time while it holds", () => {
+    const first = conditions(undefined, conflict, 3, earlier);
+    expect(first).toEqual([
+      { type: "Ready", ...conflict, lastTransitionTime: "2025-05-01T11:00:00Z", observedGeneration: 3 },
+      { type: "Stalled", status: "True", reason: "KeyConflict", message: conflict.message, lastTransitionTime: "2025-05-01T11:00:00Z", observedGeneration: 3 },
     ]);
-    // A True condition explains itself with Ready's message.
-    for (const c of conditions) expect(c.message === "why").toBe(c.status === "True" || c.type === "Ready");
+    const again = conditions({ conditions: first }, conflict, 4, now);
+    expect(again.map((c) => [c.type, c.lastTransitionTime, c.observedGeneration])).toEqual([
+      ["Ready", "2025-05-01T11:00:00Z", 4],
+      ["Stalled", "2025-05-01T11:00:00Z", 4],
+    ]);
   });
 
-  it("moves a condition's lastTransitionTime only when its status flips", () => {
-    const before = kstatusConditions(undefined, { status: "False", reason: "Error", message: "down" }, 1, new Date(earlier));
-    const after = kstatusConditions({ conditions: before }, { status: "False", reason: "KeyConflict", message: "taken" }, 2, now);
-    expect(after.map((c) => [c.type, c.status, c.lastTransitionTime])).toEqual([
-      ["Ready", "False", earlier],
-      ["Reconciling", "False", "2026-11-23T10:00:00Z"],
-      ["Stalled", "True", "2026-11-23T10:00:00Z"],
+  it("says Reconciling while it retries an error, and drops Stalled and Reconciling once Ready", () => {
+    const failing = conditions(undefined, { status: "False", reason: "Error", message: "500 etcd timeout" }, 1, earlier);
+    expect(failing.map((c) => [c.type, c.status])).toEqual([["Ready", "False"], ["Reconciling", "True"]]);
+    const ready = conditions({ conditions: failing }, { status: "True", reason: "Provisioned", message: "key in Secret" }, 1, now);
+    expect(ready).toEqual([
+      { type: "Ready", status: "True", reason: "Provisioned", message: "key in Secret", lastTransitionTime: "2025-05-01T12:00:00Z", observedGeneration: 1 },
     ]);
   });
 });

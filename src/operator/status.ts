@@ -2,8 +2,6 @@
 import type { ApiKeyCondition, ApiKeyStatus } from "./apikey.ts";
 
 export const READY = "Ready";
-export const RECONCILING = "Reconciling";
-export const STALLED = "Stalled";
 
 /** Why an ApiKey is or is not Ready: the reason of its Ready condition. */
 export type ReadyReason = "Provisioned" | "InvalidSpec" | "ScopeNotFound" | "KeyConflict" | "SecretConflict" | "Error";
@@ -23,36 +21,36 @@ export function readyConditionOf(status: ApiKeyStatus | undefined): ApiKeyCondit
   return status?.conditions?.find((c) => c.type === READY);
 }
 
-/** Reasons that only a change by a person can clear: the ApiKey is Stalled. */
-const NEEDS_A_PERSON: ReadonlySet<ReadyReason> = new Set(["InvalidSpec", "ScopeNotFound", "KeyConflict", "SecretConflict"]);
+export const RECONCILING = "Reconciling";
+export const STALLED = "Stalled";
+
+/** The reasons a person must act on: Stalled True carries them (docs/operator.md, "Status"). */
+const STALLING: ReadonlySet<ReadyReason> = new Set(["InvalidSpec", "ScopeNotFound", "KeyConflict", "SecretConflict"]);
 
 /**
- * The conditions kstatus reads (docs/operator.md, "What it does", item 8), so that Argo CD and Flux judge health
- * without custom code: Ready; Stalled, True with Ready's reason when only a person can clear it;
- * Reconciling, True while the operator keeps working toward the spec (it retries a failure of its
- * own). Each carries the generation it was computed for, and its lastTransitionTime moves only when
- * its status flips.
+ * The kstatus conditions: Ready; Stalled True with Ready's reason when a person must act; Reconciling True
+ * while the operator still retries toward the spec. Stalled and Reconciling are left out otherwise.
  */
-export function kstatusConditions(current: ApiKeyStatus | undefined, ready: Readiness, generation: number | undefined, now: Date): ApiKeyCondition[] {
-  const stalled = ready.status === "False" && NEEDS_A_PERSON.has(ready.reason);
+export function conditions(current: ApiKeyStatus | undefined, ready: Readiness, generation: number | undefined, now: Date): ApiKeyCondition[] {
+  const make = (type: string, status: Readiness["status"]) => condition(current, { type, status, reason: ready.reason, message: ready.message }, generation, now);
+  const stalled = ready.status === "False" && STALLING.has(ready.reason);
   const reconciling = ready.status === "False" && !stalled;
-  const condition = (type: string, status: boolean | "True" | "False", message: string): ApiKeyCondition => {
-    const value = status === true || status === "True" ? "True" : "False";
-    const previous = current?.conditions?.find((c) => c.type === type);
-    return {
-      type,
-      status: value,
-      reason: ready.reason,
-      message,
-      lastTransitionTime: previous?.status === value ? previous.lastTransitionTime : kubeTime(now),
-      ...(generation !== undefined ? { observedGeneration: generation } : {}),
-    };
+  return [make(READY, ready.status), ...(stalled ? [make(STALLED, "True")] : []), ...(reconciling ? [make(RECONCILING, "True")] : [])];
+}
+
+/** A condition; its lastTransitionTime moves only when its status flips. */
+function condition(
+  current: ApiKeyStatus | undefined,
+  wanted: Pick<ApiKeyCondition, "type" | "status" | "reason" | "message">,
+  generation: number | undefined,
+  now: Date,
+): ApiKeyCondition {
+  const previous = current?.conditions?.find((c) => c.type === wanted.type);
+  return {
+    ...wanted,
+    lastTransitionTime: previous?.status === wanted.status ? previous.lastTransitionTime : kubeTime(now),
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
   };
-  return [
-    condition(READY, ready.status, ready.message),
-    condition(RECONCILING, reconciling, reconciling ? ready.message : stalled ? "Waiting for a change by a person" : "The spec is carried out"),
-    condition(STALLED, stalled, stalled ? ready.message : "Nothing waits for a person"),
-  ];
 }
 
 /** Deep equality of JSON values, where an absent field and an undefined one are the same. */

@@ -178,13 +178,32 @@ describeKube("operator", () => {
     expect(await liveKeys(svc, "acme", "legacy")).toEqual([expect.objectContaining({ id: made.id, managed_by: `${k.namespace}/legacy` })]);
   });
 
-  it("waits for an unknown customer (ScopeNotFound), and is Ready once the customer is created", async () => {
+  it("waits for an unknown customer (ScopeNotFound, Stalled, Degraded in Argo CD), and is Ready and Healthy once it is created", async () => {
     await k.createApiKey("early", { customer: "initech" });
     const waiting = await k.waitFor("early", "ScopeNotFound");
-    expect(waiting.status?.conditions?.[0]?.message).toBe('customer "initech" does not exist in keyplane');
+    const message = 'customer "initech" does not exist in keyplane';
+    expect(waiting.status?.conditions).toEqual([
+      expect.objectContaining({ type: "Ready", status: "False", reason: "ScopeNotFound", message, observedGeneration: waiting.metadata.generation }),
+      expect.objectContaining({ type: "Stalled", status: "True", reason: "ScopeNotFound", message, observedGeneration: waiting.metadata.generation }),
+    ]);
+    if (haveLua()) expect(await runArgoHealth(waiting)).toEqual({ status: "Degraded", message: `ScopeNotFound: ${message}` });
+
     await createCustomer(svc, "initech");
-    await k.waitReady("early", 15_000);
+    const ready = await k.waitReady("early", 15_000);
     expect((await whoAmI(svc, await k.token("early"))).status).toBe(200);
+    expect(ready.status?.conditions?.map((c) => c.type)).toEqual(["Ready"]);
+    if (haveLua()) expect(await runArgoHealth(ready)).toMatchObject({ status: "Healthy" });
+  });
+
+  it("refuses a rotation period that is no Go duration, and reports one under 10s as InvalidSpec (Stalled)", async () => {
+    await expect(k.createApiKey("daily", { customer: "acme", rotation: { every: "1d" } })).rejects.toSatisfy((e) => apiStatusCode(e) === 422);
+    await k.createApiKey("hasty", { customer: "acme", rotation: { every: "5s" } });
+    const apiKey = await k.waitFor("hasty", "InvalidSpec");
+    expect(apiKey.status?.conditions).toEqual([
+      expect.objectContaining({ type: "Ready", status: "False", message: "spec.rotation.every: must be at least 10s" }),
+      expect.objectContaining({ type: "Stalled", status: "True", reason: "InvalidSpec" }),
+    ]);
+    expect(await k.readSecret("hasty")).toBeUndefined();
   });
 
   it("reports a spec that breaks the scope rules (InvalidSpec) where the API server does not refuse it", async () => {
