@@ -114,6 +114,7 @@ export async function deleteEntity(ctx: Context, table: EntityTableName, id: num
     await entityDelete(tx, t, id, by, now);
   });
   // Many keys may have gone: drop every cached verification here; other processes hear the
-  // per-key notifications.
+  // per-key notifications. Paths that name the entity refuse at once here, within a second elsewhere.
   ctx.keyCache.clear();
+  ctx.pathScopes.clear();
 }

@@ -36,4 +36,9 @@ export class PathScopeCache {
     }
     return (await answer) ?? undefined;
   }
+
+  /** Forgets every answer: the directory changed here. */
+  clear(): void {
+    this.#cache.clear();
+  }
 }

@@ -35,6 +35,15 @@ describe.each(backends())("POST /verify on %s", (backend) => {
     expect(JSON.stringify(res.body)).not.toContain(acme.keys.domain);
   });
 
+  it("refuses a path naming a deleted domain at once, on the process that deleted it", async () => {
+    const shortLived = await createTenant(svc, "shortlived");
+    const path = "/customers/shortlived/domains/sip.shortlived.example/calls";
+    expect(await code(shortLived.keys.customer, path)).toBe("VALID");
+    expect((await svc.admin.delete("/admin/customers/shortlived/domains/sip.shortlived.example")).status).toBe(204);
+    expect(await code(shortLived.keys.customer, path)).toBe("FORBIDDEN");
+    expect(await code(shortLived.keys.customer, "/customers/shortlived/calls")).toBe("VALID");
+  });
+
   it("gives each code: MALFORMED, UNKNOWN, DISABLED", async () => {
     expect(await code("not-a-token")).toBe("MALFORMED");
     expect(await code(acme.keys.customer.toLowerCase())).toBe("MALFORMED");
