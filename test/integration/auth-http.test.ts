@@ -207,7 +207,7 @@ describe.each(backends())("/auth on %s", (backend) => {
 });
 
 describe.each(backends())("names on platform paths on %s", (backend) => {
-  it("are looked up once a second, not per request, and a directory change shows after that second", async () => {
+  it("are looked up once a second, not per request, and a directory change made elsewhere shows after that second", async () => {
     const database = await openTestDatabase(backend, captureLogger([]));
     let statements = 0;
     const query = database.db.query.bind(database.db);
@@ -222,7 +222,8 @@ describe.each(backends())("names on platform paths on %s", (backend) => {
       const answers = await Promise.all(Array.from({ length: 20 }, ask));
       expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200));
       expect(statements).toBe(before);
-      expect((await svc.admin.delete("/admin/customers/acme/domains/media.acme.example")).status).toBe(204);
+      // Deleted by another process (as its statement would): this one learns of it when the second is out.
+      await database.db.query("UPDATE domains SET deleted_at = now() WHERE domain = 'media.acme.example'");
       expect((await ask()).status).toBe(200); // within the second
       ms += 1_001;
       const after = await ask();
