@@ -2,6 +2,7 @@
 import type { V1Secret } from "@kubernetes/client-node";
 import type { Scope } from "../domain/scope.ts";
 import type { ApiKeyStatus } from "./apikey.ts";
+import type { Workload } from "./workloads.ts";
 
 /** A Kubernetes Event to record on the ApiKey once its action has succeeded. */
 export interface EventSpec {
@@ -23,6 +24,12 @@ export type Action = (
   | { type: "replaceSecret"; secret: V1Secret }
   | { type: "deleteSecret"; name: string; uid: string }
   | { type: "patchStatus"; status: ApiKeyStatus }
+  /** Records a rotation before it is made, guarded by the resourceVersion it was planned from. */
+  | { type: "beginRotation"; status: ApiKeyStatus; resourceVersion: string }
+  | { type: "rotateKey"; id: number; scope: Scope; gracePeriodSeconds: number }
+  | { type: "restartWorkload"; kind: Workload["kind"]; name: string; marker: string }
+  /** Deletes the key a rotation replaced; one that has expired already is retired as it is. */
+  | { type: "retireKey"; id: number; scope: Scope }
   | { type: "recordEvent" }
 ) & { event?: EventSpec };
 
@@ -36,6 +43,10 @@ export function describeAction(action: Action): Record<string, unknown> {
       return { action: action.type, secret: action.secret.metadata?.name };
     case "patchStatus":
       return { action: action.type, ready: action.status.conditions?.[0]?.status, reason: action.status.conditions?.[0]?.reason };
+    case "beginRotation":
+      return { action: action.type, previousKeyDbId: action.status.rotation?.previousKey?.id };
+    case "restartWorkload":
+      return { action: action.type, workload: `${action.kind}/${action.name}` };
     case "provisionKey":
     case "renameKey":
       return { action: action.type, key: action.name };

@@ -74,6 +74,9 @@ export const scopeRules: readonly { field: keyof ScopeFields; message: string; c
 /** Bounds of spec.rotation that a pattern cannot say; checked by resolveSpec and reported as InvalidSpec. */
 export const MIN_ROTATION_EVERY_MS = 10_000;
 export const MAX_GRACE_PERIOD_MS = 720 * 3_600_000;
+/** The grace period of a rotation the spec says nothing of (asked for by annotation alone). */
+const DEFAULT_GRACE_PERIOD = "1h";
+export const DEFAULT_GRACE_PERIOD_MS = parseGoDuration(DEFAULT_GRACE_PERIOD) ?? 0;
 
 const goDuration = z.string().regex(new RegExp(GO_DURATION_PATTERN), "must be a Go duration of h, m and s, such as 720h or 1h30m");
 
@@ -81,7 +84,7 @@ export const rotationSchema = z
   .object({
     every: goDuration.describe("Rotate when the current key is this old (a Go duration, at least 10s)."),
     gracePeriod: goDuration
-      .default("1h")
+      .default(DEFAULT_GRACE_PERIOD)
       .describe("The old key's longest life once the Secret holds the new one (a Go duration, 0s to 720h)."),
     restartWorkloads: z
       .boolean()
@@ -198,6 +201,7 @@ export type ApiKeySpec = z.output<typeof apiKeySpecSchema>;
 export type ApiKeySpecInput = z.input<typeof apiKeySpecSchema>;
 export type ApiKeyStatus = z.output<typeof apiKeyStatusSchema>;
 export type ApiKeyCondition = z.output<typeof conditionSchema>;
+export type RotationStatus = NonNullable<ApiKeyStatus["rotation"]>;
 export type DeletionPolicy = z.output<typeof deletionPolicySchema>;
 
 export interface ApiKey {

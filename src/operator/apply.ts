@@ -80,6 +80,14 @@ async function perform(deps: ApplyDeps, apiKey: ApiKey, action: Action): Promise
       return deps.kube.deleteSecret({ namespace: ref.namespace, name: action.name }, action.uid);
     case "patchStatus":
       return deps.kube.patchStatus(ref, action.status);
+    case "beginRotation":
+      return deps.kube.patchStatus(ref, action.status, action.resourceVersion);
+    case "rotateKey":
+      return deps.store.rotate(action, action.gracePeriodSeconds, owner);
+    case "restartWorkload":
+      return deps.kube.restartWorkload({ kind: action.kind, namespace: ref.namespace, name: action.name }, action.marker);
+    case "retireKey":
+      return deps.store.retire(action, owner);
     case "recordEvent":
       return;
   }

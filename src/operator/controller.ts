@@ -1,8 +1,9 @@
-// What the leader runs: informers on ApiKeys and on keyplane's Secrets, the key store's change feed, a
-// periodic resync, all feeding one work queue whose workers reconcile.
+// What the leader runs: informers on ApiKeys, on keyplane's Secrets and on the apps workloads a rotation
+// restarts, the key store's change feed, a periodic resync, all feeding one work queue whose workers
+// reconcile.
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
-import type { KubeConfig, V1Secret } from "@kubernetes/client-node";
+import { AppsV1Api, CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
+import type { KubeConfig, V1DaemonSet, V1Deployment, V1Secret, V1StatefulSet } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { errorFields } from "../domain/errors.ts";
 import type { Context } from "../services/context.ts";
@@ -10,12 +11,13 @@ import type { Metrics } from "../services/metrics.ts";
 import { API_VERSION, GROUP, KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, CRD_VERSION, type ApiKey } from "./apikey.ts";
 import { listenForManagedKeyChanges } from "./feed.ts";
 import type { ObjectCache } from "./gather.ts";
-import { Informer, type ListPage } from "./informer.ts";
+import { Informer, type InformerOptions, type KubeObject, type ListPage } from "./informer.ts";
 import { apiErrorText, kubeApiFor } from "./kube-api.ts";
 import { formatRef, parseRef, refOf, type ObjectRef } from "./object-ref.ts";
 import { keyStoreFor } from "./keystore.ts";
 import { backoffDelay, WorkQueue, type BackoffOptions, type ProcessResult } from "./queue.ts";
 import { reconcile } from "./reconciler.ts";
+import type { Workload } from "./workloads.ts";
 
 export interface ControllerOptions {
   ctx: Context;
@@ -90,6 +92,7 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
   const { kubeConfig, log, watchNamespace: ns } = o;
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const objects = kubeConfig.makeApiClient(CustomObjectsApi);
+  const apps = kubeConfig.makeApiClient(AppsV1Api);
 
   let queue: WorkQueue | undefined = undefined;
   const enqueue = (ref: ObjectRef) => queue?.add(formatRef(ref));
@@ -119,10 +122,35 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
     log,
     backoff: o.watchBackoff,
   });
+  // The workloads a rotation may restart. A change to one requeues the ApiKeys of its namespace whose
+  // rotation is under way: that is how a rollout's end is seen.
+  const onWorkloadChange = (_type: unknown, workload: KubeObject) => {
+    for (const apiKey of apiKeys.inNamespace(workload.metadata?.namespace ?? "")) {
+      if (apiKey.status?.rotation?.previousKey) enqueue(refOf(apiKey));
+    }
+  };
+  const workloadInformer = <T extends KubeObject>(name: string, list: InformerOptions<T>["list"]) =>
+    new Informer<T>({
+      name, kubeConfig, path: ns ? `/apis/apps/v1/namespaces/${ns}/${name}` : `/apis/apps/v1/${name}`,
+      list, onChange: onWorkloadChange, log, backoff: o.watchBackoff,
+    });
+  const deployments = workloadInformer<V1Deployment>("deployments", (page) =>
+    ns ? apps.listNamespacedDeployment({ namespace: ns, ...page }) : apps.listDeploymentForAllNamespaces(page));
+  const statefulSets = workloadInformer<V1StatefulSet>("statefulsets", (page) =>
+    ns ? apps.listNamespacedStatefulSet({ namespace: ns, ...page }) : apps.listStatefulSetForAllNamespaces(page));
+  const daemonSets = workloadInformer<V1DaemonSet>("daemonsets", (page) =>
+    ns ? apps.listNamespacedDaemonSet({ namespace: ns, ...page }) : apps.listDaemonSetForAllNamespaces(page));
+  const informers = [apiKeys, secrets, deployments, statefulSets, daemonSets];
+
   const cache: ObjectCache = {
     apiKey: (ref) => apiKeys.get(ref.namespace, ref.name),
     managedSecret: (ref) => secrets.get(ref.namespace, ref.name),
     managedSecrets: (namespace) => secrets.inNamespace(namespace),
+    *workloads(namespace): Iterable<Workload> {
+      for (const object of deployments.inNamespace(namespace)) yield { kind: "Deployment", object };
+      for (const object of statefulSets.inNamespace(namespace)) yield { kind: "StatefulSet", object };
+      for (const object of daemonSets.inNamespace(namespace)) yield { kind: "DaemonSet", object };
+    },
   };
   const deps = {
     store: keyStoreFor(o.ctx),
@@ -136,12 +164,13 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
     for (const apiKey of apiKeys.all()) enqueue(refOf(apiKey));
   };
 
-  const synced = Promise.all([apiKeys.start(), secrets.start()]).then(() => undefined);
+  const synced = Promise.all(informers.map((informer) => informer.start())).then(() => undefined);
   synced.catch(() => undefined);
   queue = new WorkQueue({
     concurrency: o.concurrency,
     backoff: o.backoff,
-    // No reconcile before both caches hold a full list: a missing ApiKey would read as a deleted one.
+    // No reconcile before every cache holds a full list: a missing ApiKey would read as a deleted one,
+    // a missing workload as one a rotation need not wait for.
     process: async (key) => {
       await synced;
       return countedReconcile(o.ctx.metrics, () => reconcile(deps, parseRef(key)!));
@@ -163,7 +192,7 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
     stats: () => ({ apiKeys: apiKeys.size, secrets: secrets.size, queued: queue.length }),
     async stop() {
       clearInterval(resyncTimer);
-      await Promise.all([apiKeys.stop(), secrets.stop(), unlisten()]);
+      await Promise.all([...informers.map((informer) => informer.stop()), unlisten()]);
       await queue.stop();
       o.ctx.metrics?.forgetReadyStatus();
     },
@@ -176,7 +205,7 @@ export async function countedReconcile(metrics: Metrics | undefined, run: () => 
   const seconds = () => (performance.now() - startedAt) / 1000;
   try {
     const result = await run();
-    metrics?.reconciled(result === "done" ? "success" : "requeue", seconds());
+    metrics?.reconciled(result === "retry" ? "requeue" : "success", seconds());
     return result;
   } catch (error) {
     metrics?.reconciled("error", seconds());

@@ -6,12 +6,14 @@ import { formatRef, refOf, type ObjectRef } from "./object-ref.ts";
 import type { KeyStore } from "./keystore.ts";
 import type { PlanInput } from "./plan.ts";
 import { isOwnedBy } from "./secret.ts";
+import type { Workload } from "./workloads.ts";
 
-/** What the informers hold: the ApiKeys, and the Secrets labelled as keyplane's. */
+/** What the informers hold: the ApiKeys, the Secrets labelled as keyplane's, the apps workloads. */
 export interface ObjectCache {
   apiKey(ref: ObjectRef): ApiKey | undefined;
   managedSecret(ref: ObjectRef): V1Secret | undefined;
   managedSecrets(namespace: string): Iterable<V1Secret>;
+  workloads(namespace: string): Iterable<Workload>;
 }
 
 export interface GatherDeps {
@@ -40,7 +42,8 @@ export async function gather(deps: GatherDeps, ref: ObjectRef, { fresh = false }
   ]);
   const key = spec.ok && scope?.found ? await deps.store.findKey(scope.scope, spec.spec.keyName) : undefined;
   const ownedSecrets = [...deps.cache.managedSecrets(ref.namespace)].filter((s) => isOwnedBy(s, uid));
-  return { apiKey, spec, scope, key, managedKeys, secret, ownedSecrets, now: deps.clock() };
+  const workloads = spec.ok && spec.spec.rotation?.restartWorkloads ? [...deps.cache.workloads(ref.namespace)] : [];
+  return { apiKey, spec, scope, key, managedKeys, secret, ownedSecrets, workloads, now: deps.clock() };
 }
 
 async function readSecret(deps: GatherDeps, ref: ObjectRef, fresh: boolean): Promise<V1Secret | undefined> {

@@ -1,18 +1,23 @@
 // The operator's port onto the Kubernetes API: the few reads and writes gather and apply make.
 import { randomBytes } from "node:crypto";
-import { ApiException, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { CoreV1Event, KubeConfig, V1Secret } from "@kubernetes/client-node";
 import type { EventSpec } from "./actions.ts";
-import { GROUP, PLURAL, CRD_VERSION, type ApiKey, type ApiKeyStatus } from "./apikey.ts";
+import { GROUP, PLURAL, CRD_VERSION, type ApiKey, type ApiKeyStatus, type RotationStatus } from "./apikey.ts";
 import type { ObjectRef } from "./object-ref.ts";
-
+import { restartPatch, type Workload } from "./workloads.ts";
 
 export interface KubeApi {
   readApiKey(ref: ObjectRef): Promise<ApiKey | undefined>;
   /** Sets the finalizers, guarded by the resourceVersion it was read at; returns the ApiKey as it now is. */
   patchFinalizers(apiKey: ApiKey, finalizers: string[]): Promise<ApiKey | undefined>;
-  /** Writes the status through the status subresource (a merge patch: absent fields are removed). */
-  patchStatus(ref: ObjectRef, status: ApiKeyStatus): Promise<void>;
+  /**
+   * Writes the status through the status subresource (a merge patch: absent fields are removed); with
+   * a resourceVersion, only over the ApiKey as it was at that version (else 409).
+   */
+  patchStatus(ref: ObjectRef, status: ApiKeyStatus, resourceVersion?: string): Promise<void>;
+  /** Sets a workload's restart marker on its pod template, as `kubectl rollout restart` does. */
+  restartWorkload(workload: ObjectRef & { kind: Workload["kind"] }, marker: string): Promise<void>;
   readSecret(ref: ObjectRef): Promise<V1Secret | undefined>;
   createSecret(secret: V1Secret): Promise<void>;
   replaceSecret(secret: V1Secret): Promise<void>;
@@ -57,6 +62,7 @@ async function orUndefined<T>(call: Promise<T>): Promise<T | undefined> {
 export function kubeApiFor(kubeConfig: KubeConfig, reportingInstance: string): KubeApi {
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const objects = kubeConfig.makeApiClient(CustomObjectsApi);
+  const apps = kubeConfig.makeApiClient(AppsV1Api);
   const crd = { group: GROUP, version: CRD_VERSION, plural: PLURAL };
   return {
     readApiKey: (ref) => orUndefined(objects.getNamespacedCustomObject({ ...crd, ...ref }) as Promise<ApiKey>),
@@ -69,9 +75,18 @@ export function kubeApiFor(kubeConfig: KubeConfig, reportingInstance: string): K
         // by a merge patch, so the resourceVersion makes it fail (409) rather than drop another's.
         body: { metadata: { finalizers, resourceVersion: apiKey.metadata.resourceVersion } },
       }, mergePatch) as Promise<ApiKey>),
-    async patchStatus(ref, status) {
-      const body = { status: { ...status, key: status.key ?? null, secretName: status.secretName ?? null } };
+    async patchStatus(ref, status, resourceVersion) {
+      const body = {
+        ...(resourceVersion ? { metadata: { resourceVersion } } : {}),
+        status: { ...status, key: status.key ?? null, secretName: status.secretName ?? null, rotation: rotationPatch(status.rotation) },
+      };
       await objects.patchNamespacedCustomObjectStatus({ ...crd, ...ref, body }, mergePatch);
+    },
+    async restartWorkload({ kind, ...ref }, marker) {
+      const request = { ...ref, body: restartPatch(marker) };
+      if (kind === "Deployment") await apps.patchNamespacedDeployment(request, mergePatch);
+      else if (kind === "StatefulSet") await apps.patchNamespacedStatefulSet(request, mergePatch);
+      else await apps.patchNamespacedDaemonSet(request, mergePatch);
     },
     readSecret: (ref) => orUndefined(core.readNamespacedSecret(ref)),
     async createSecret(secret) {
@@ -109,4 +124,11 @@ export function kubeApiFor(kubeConfig: KubeConfig, reportingInstance: string): K
       await core.createNamespacedEvent({ namespace, body });
     },
   };
+}
+
+/** status.rotation as a merge patch: the fields it lacks are removed. */
+function rotationPatch(rotation: RotationStatus | undefined): Record<keyof RotationStatus, unknown> | null {
+  if (!rotation) return null;
+  const { lastRotationTime = null, nextRotationTime = null, lastRequest = null, previousKey = null } = rotation;
+  return { lastRotationTime, nextRotationTime, lastRequest, previousKey };
 }

@@ -7,6 +7,7 @@ import type { KeyView, KeyWithToken } from "./keystore.ts";
 import { failurePlan, plan, type Next, type Plan, type PlanInput } from "./plan.ts";
 import { desiredSecret } from "./secret.ts";
 import type { ReadyReason } from "./status.ts";
+import type { Workload } from "./workloads.ts";
 
 const NOW = new Date("2025-05-01T12:00:00.250Z");
 const EARLIER = "2025-04-30T08:00:00Z";
@@ -29,7 +30,7 @@ function apiKey(spec: Partial<ApiKeySpecInput> = {}, meta: Partial<ApiKey["metad
 }
 
 function key(over: Partial<KeyWithToken> = {}): KeyWithToken {
-  return { id: 17, name: "billing", active: true, type: "customer", managedBy: OWNER, scope: SCOPE, token: TOKEN, issuedAt: ISSUED_AT, ...over };
+  return { id: 17, name: "billing", active: true, type: "customer", managedBy: OWNER, scope: SCOPE, replacedBy: null, token: TOKEN, issuedAt: ISSUED_AT, ...over };
 }
 
 function view(k: KeyWithToken): KeyView {
@@ -79,6 +80,7 @@ function settled(over: Partial<PlanInput> = {}): PlanInput {
     managedKeys: [view(key())],
     secret: ownSecret(ak),
     ownedSecrets: [ownSecret(ak)],
+    workloads: [],
     now: NOW,
     ...over,
   };
@@ -88,7 +90,7 @@ function settled(over: Partial<PlanInput> = {}): PlanInput {
 function fresh(over: Partial<PlanInput> = {}): PlanInput {
   const ak = over.apiKey ?? apiKey();
   return {
-    apiKey: ak, scope: { found: true, scope: SCOPE }, key: undefined, managedKeys: [], secret: undefined, ownedSecrets: [], now: NOW,
+    apiKey: ak, scope: { found: true, scope: SCOPE }, key: undefined, managedKeys: [], secret: undefined, ownedSecrets: [], workloads: [], now: NOW,
     ...over,
     spec: resolveSpec(ak),
   };
@@ -449,16 +451,120 @@ describe("failurePlan: the status after a failed action, by the same author", ()
 
 describe("status.rotation", () => {
   it("shows the next rotation, every after the key was issued, and keeps what was recorded", () => {
-    const rotation = { everyMs: 86_400_000, gracePeriodMs: 3_600_000, restartWorkloads: false };
-    const input = settled();
-    if (!input.spec.ok) throw new Error("settled() has a valid spec");
-    const ak = apiKey({}, {}, readyStatus({ rotation: { lastRequest: "1", nextRotationTime: "2000-01-01T00:00:00Z" } }));
-    const p = plan({ ...input, apiKey: ak, spec: { ok: true, spec: { ...input.spec.spec, rotation } } });
-    expect(p.status?.rotation).toEqual({ lastRequest: "1", nextRotationTime: "2025-05-01T08:00:00Z" });
+    const ak = apiKey({ rotation: { every: "48h" } }, {}, readyStatus({ rotation: { lastRequest: "1", nextRotationTime: "2000-01-01T00:00:00Z" } }));
+    const p = plan(settled({ apiKey: ak }));
+    expect(p.status?.rotation).toEqual({ lastRequest: "1", nextRotationTime: "2025-05-02T08:00:00Z" });
     expect(p.actions.map((a) => a.type)).toEqual(["patchStatus"]);
+    expect(p.requeueAt).toEqual(new Date("2025-05-02T08:00:00Z"));
   });
 
   it("is left out without spec.rotation nor anything recorded", () => {
     expect(plan(fresh({ key: key(), managedKeys: [view(key())] })).status?.rotation).toBeUndefined();
+  });
+});
+
+describe("rotation", () => {
+  const NEW_TOKEN = "XIABCDEF0123456789ABCDEF0123454242";
+  const newKey = key({ id: 18, token: NEW_TOKEN, issuedAt: new Date("2025-05-01T11:59:00Z") });
+  const STARTED = "2025-05-01T11:59:00Z";
+  const GRACE_END = "2025-05-01T12:59:00Z";
+  const underWay = (over: Partial<NonNullable<ApiKeyStatus["rotation"]>> = {}) =>
+    readyStatus({ rotation: { lastRotationTime: STARTED, previousKey: { id: 17, hint: "XI…7798", expiresAt: GRACE_END }, ...over } });
+  const restarting = { rotation: { every: "24h", gracePeriod: "1h", restartWorkloads: true } };
+
+  function deployment(name: string, pod: object, marker?: string, rolled = false): Workload {
+    const generation = marker ? 3 : 2;
+    return {
+      kind: "Deployment",
+      object: {
+        metadata: { name, namespace: "team-a", generation },
+        spec: { replicas: 0, selector: {}, template: { metadata: { annotations: marker ? { "keyplane.dev/restartedAt": marker } : {} }, spec: { containers: [{ name: "app", ...pod }] } } },
+        status: { observedGeneration: rolled || !marker ? generation : 2 },
+      },
+    };
+  }
+  const usesByEnv = { env: [{ name: "KEY", valueFrom: { secretKeyRef: { name: "billing", key: "apiKey" } } }] };
+  const usesOther = { envFrom: [{ secretRef: { name: "other" } }] };
+
+  /** A rotation whose key store has made the new key. */
+  function rotated(spec: Partial<ApiKeySpecInput>, status: ApiKeyStatus, over: Partial<PlanInput> = {}): PlanInput {
+    const ak = apiKey(spec, {}, status);
+    return settled({ apiKey: ak, key: newKey, managedKeys: [view({ ...key(), replacedBy: 18 }), view(newKey)], ...over });
+  }
+
+  it("records the rotation, guarded by the resourceVersion read, before the key store makes it", () => {
+    const p = plan(settled({ apiKey: apiKey({ rotation: { every: "24h", gracePeriod: "1h" } }, {}, readyStatus()) }));
+    expect(p.next).toBe("replan");
+    expect(p.actions).toEqual([{
+      type: "beginRotation",
+      resourceVersion: "100",
+      status: { ...readyStatus(), rotation: { lastRotationTime: "2025-05-01T12:00:00Z", previousKey: { id: 17, hint: "XI…7798", expiresAt: "2025-05-01T13:00:00Z" } } },
+    }]);
+  });
+
+  it("rotates for a new annotation value with the default grace period, and records the value", () => {
+    const ak = apiKey({}, { annotations: { "keyplane.dev/rotate": "2" } }, readyStatus({ rotation: { lastRequest: "1" } }));
+    const p = plan(settled({ apiKey: ak }));
+    expect(ofType(p, "beginRotation")?.status.rotation).toEqual({
+      lastRequest: "2", lastRotationTime: "2025-05-01T12:00:00Z", previousKey: { id: 17, hint: "XI…7798", expiresAt: "2025-05-01T13:00:00Z" },
+    });
+  });
+
+  it("records the annotation a new ApiKey was created with, without rotating its new key", () => {
+    const ak = apiKey({}, { annotations: { "keyplane.dev/rotate": "1" } });
+    const p = plan(settled({ apiKey: ak }));
+    expect(p.actions.map((a) => a.type)).toEqual(["patchStatus"]);
+    expect(p.status?.rotation).toEqual({ lastRequest: "1" });
+  });
+
+  it("has the key store rotate the recorded key, with what is left of its grace period", () => {
+    const p = plan(settled({ apiKey: apiKey(restarting, {}, underWay()) }));
+    expect(p.next).toBe("replan");
+    expect(p.actions).toEqual([expect.objectContaining({ type: "rotateKey", id: 17, gracePeriodSeconds: 3539, event: expect.objectContaining({ reason: "Rotated" }) })]);
+  });
+
+  it("writes the new key, then restarts each workload that reads the Secret once, and waits for their rollout", () => {
+    const workloads = [deployment("api", usesByEnv), deployment("worker", usesByEnv, STARTED), deployment("unrelated", usesOther)];
+    const p = plan(rotated(restarting, underWay(), { workloads }));
+    expect(p.actions.map((a) => a.type)).toEqual(["replaceSecret", "restartWorkload", "patchStatus"]);
+    expect(ofType(p, "restartWorkload")).toMatchObject({ kind: "Deployment", name: "api", marker: STARTED, event: { reason: "RestartedWorkload" } });
+    expect(p.status?.conditions?.map((c) => [c.type, c.status, c.reason])).toEqual([["Ready", "True", "Provisioned"], ["Reconciling", "True", "Rotating"]]);
+    expect(p.status?.conditions?.[1]?.message).toContain("Deployment team-a/api, Deployment team-a/worker");
+    expect(p.status?.rotation?.previousKey?.id).toBe(17);
+    expect(p.requeueAt).toEqual(new Date(GRACE_END));
+    // The replaced key is not dropped as a key no longer asked for: it ends with its rotation.
+    expect(ofType(p, "deleteKey")).toBeUndefined();
+  });
+
+  it("retires the replaced key as soon as every restarted workload has rolled out", () => {
+    const workloads = [deployment("api", usesByEnv, STARTED, true), deployment("unrelated", usesOther)];
+    const p = plan(rotated(restarting, underWay(), { secret: ownSecret(apiKey(restarting), NEW_TOKEN), workloads }));
+    expect(p.actions.map((a) => a.type)).toEqual(["retireKey", "patchStatus"]);
+    expect(ofType(p, "retireKey")).toMatchObject({ id: 17, event: { type: "Normal", reason: "RetiredKey" } });
+    expect(p.status?.rotation).toEqual({ lastRotationTime: STARTED, nextRotationTime: "2025-05-02T11:59:00Z" });
+    expect(p.status?.conditions?.map((c) => c.type)).toEqual(["Ready"]);
+  });
+
+  it("retires the replaced key at the grace period's end though a rollout hangs, with a warning", () => {
+    const workloads = [deployment("api", usesByEnv, STARTED, false)];
+    const p = plan(rotated(restarting, underWay(), { secret: ownSecret(apiKey(restarting), NEW_TOKEN), workloads, now: new Date(GRACE_END) }));
+    expect(ofType(p, "retireKey")?.event).toMatchObject({ type: "Warning", reason: "RetiredKey" });
+    expect(ofType(p, "retireKey")?.event?.message).toContain("before Deployment team-a/api rolled out");
+  });
+
+  it("without restartWorkloads, keeps the replaced key for the whole grace period", () => {
+    const spec = { rotation: { every: "24h", gracePeriod: "1h" } };
+    const waiting = plan(rotated(spec, underWay(), { secret: ownSecret(apiKey(spec), NEW_TOKEN), workloads: [deployment("api", usesByEnv)] }));
+    expect(waiting.actions.map((a) => a.type)).toEqual(["patchStatus"]);
+    expect(waiting.requeueAt).toEqual(new Date(GRACE_END));
+    const ended = plan(rotated(spec, underWay(), { secret: ownSecret(apiKey(spec), NEW_TOKEN), now: new Date(GRACE_END) }));
+    expect(ofType(ended, "retireKey")?.event).toMatchObject({ type: "Normal", message: "Retired key XI…7798: its grace period ended" });
+  });
+
+  it("finishes the rotation under way before acting on a new annotation value", () => {
+    const ak = apiKey(restarting, { annotations: { "keyplane.dev/rotate": "again" } }, underWay());
+    const p = plan(rotated(restarting, underWay(), { apiKey: ak, secret: ownSecret(ak, NEW_TOKEN) }));
+    expect(ofType(p, "beginRotation")).toBeUndefined();
+    expect(ofType(p, "rotateKey")).toBeUndefined();
   });
 });

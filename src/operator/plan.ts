@@ -7,11 +7,15 @@ import { tokenHint } from "../domain/token.ts";
 import type { NamedScope } from "../services/named-scope.ts";
 import type { Action, EventSpec } from "./actions.ts";
 import { formatRef, refOf } from "./object-ref.ts";
-import { FINALIZER, type ApiKey, type ApiKeyStatus, type DeletionPolicy, type EffectiveRotation, type EffectiveSpec, type SpecResult } from "./apikey.ts";
+import {
+  DEFAULT_GRACE_PERIOD_MS, FINALIZER, ROTATE_ANNOTATION, type ApiKey, type ApiKeyStatus, type DeletionPolicy, type EffectiveRotation,
+  type EffectiveSpec, type RotationStatus, type SpecResult,
+} from "./apikey.ts";
 import type { KeyView, KeyWithToken } from "./keystore.ts";
 import { desiredSecret, isOwnedBy, secretChange, secretReplacement } from "./secret.ts";
 import { conditions, kubeTime, readyConditionOf, sameJson, type Readiness } from "./status.ts";
-import { nextRotationAt } from "./rotation.ts";
+import { decideRotation, nextRotationAt, type RotationDecision } from "./rotation.ts";
+import { describeWorkload, restartsFor, type Workload } from "./workloads.ts";
 
 export interface PlanInput {
   apiKey: ApiKey;
@@ -27,6 +31,8 @@ export interface PlanInput {
   secret: V1Secret | undefined;
   /** The Secrets of the namespace that this ApiKey owns, whatever their names. */
   ownedSecrets: V1Secret[];
+  /** The namespace's Deployments, StatefulSets and DaemonSets; gathered only for spec.rotation.restartWorkloads. */
+  workloads: Workload[];
   now: Date;
 }
 
@@ -38,12 +44,20 @@ export interface Plan {
   next: Next;
   /** The status the ApiKey should show; none while it is deleted, or before a replan. */
   status?: ApiKeyStatus;
+  /** When to look again though nothing changes: a rotation due, a grace period's end. */
+  requeueAt?: Date;
 }
 
-type Decision = { next: "replan" } | { next: "done"; ready?: Readiness } | { next: "retry"; ready: Readiness };
+type Decision =
+  | { next: "replan" }
+  | { next: "done"; ready?: Readiness; requeueAt?: Date | undefined; rotation?: RotationStatus | undefined }
+  | { next: "retry"; ready: Readiness };
 
 /** An ApiKey whose spec is valid and whose scope exists. */
 type Facts = Omit<PlanInput, "spec" | "scope"> & { spec: EffectiveSpec; scope: Scope; owner: string };
+
+/** Facts once the key exists. */
+type Keyed = Facts & { key: KeyWithToken };
 
 type StatusKeyType = NonNullable<ApiKeyStatus["key"]>["type"];
 
@@ -119,7 +133,7 @@ const reconciling: Check<Facts>[] = [
   },
   function restoresRenamedKey(f, actions) {
     if (f.key) return undefined;
-    const renamed = f.managedKeys.find((k) => sameScope(k.scope, f.scope));
+    const renamed = f.managedKeys.find((k) => k.replacedBy === null && sameScope(k.scope, f.scope));
     if (!renamed) return undefined;
     actions.push({ type: "renameKey", id: renamed.id, scope: renamed.scope, name: f.spec.keyName,
       event: normal("RenamedKey", `Renamed key "${renamed.name}" to "${f.spec.keyName}"`) });
@@ -143,6 +157,30 @@ const reconciling: Check<Facts>[] = [
       event: normal(reason, `${verb} key "${f.key.name}": the spec says active: ${f.spec.active}`) });
     return undefined;
   },
+  function startsRotation(f, actions) {
+    if (!f.key || f.apiKey.status?.rotation?.previousKey) return undefined;
+    const decision = rotationDecision({ ...f, key: f.key });
+    if (decision.action !== "rotate") return undefined;
+    // Recorded before the key store rotates, guarded by the resourceVersion read: whatever stops the
+    // operator from here on, the next reconcile finishes this rotation rather than starting another.
+    const graceMs = f.spec.rotation?.gracePeriodMs ?? DEFAULT_GRACE_PERIOD_MS;
+    const rotation: RotationStatus = {
+      ...f.apiKey.status?.rotation,
+      lastRotationTime: kubeTime(f.now),
+      ...(decision.cause === "request" ? { lastRequest: rotateRequest(f.apiKey) } : {}),
+      previousKey: { id: f.key.id, hint: tokenHint(f.key.token), expiresAt: kubeTime(new Date(f.now.getTime() + graceMs)) },
+    };
+    actions.push({ type: "beginRotation", status: { ...f.apiKey.status, rotation }, resourceVersion: f.apiKey.metadata.resourceVersion ?? "" });
+    return { next: "replan" };
+  },
+  function rotatesKey(f, actions) {
+    const previous = f.apiKey.status?.rotation?.previousKey;
+    if (!previous || f.key?.id !== previous.id) return undefined;
+    const gracePeriodSeconds = Math.max(0, Math.floor((Date.parse(previous.expiresAt) - f.now.getTime()) / 1000));
+    actions.push({ type: "rotateKey", id: f.key.id, scope: f.key.scope, gracePeriodSeconds,
+      event: normal("Rotated", `Rotated key "${f.key.name}": a new key replaces ${previous.hint}, which works until ${previous.expiresAt} at the latest`) });
+    return { next: "replan" };
+  },
   function writesSecret(f, actions) {
     if (!f.key) return undefined;
     const desired = desiredSecret(f.apiKey, f.spec, f.key.token);
@@ -162,7 +200,8 @@ const reconciling: Check<Facts>[] = [
     return undefined;
   },
   function dropsKeysNoLongerAskedFor(f, actions) {
-    for (const key of f.managedKeys) if (key.id !== f.key?.id) actions.push(dropKey(key, f.spec.deletionPolicy));
+    // A key a rotation replaced ends by itself, at the latest when its grace period does.
+    for (const key of f.managedKeys) if (key.id !== f.key?.id && key.replacedBy === null) actions.push(dropKey(key, f.spec.deletionPolicy));
     return undefined;
   },
   function deletesSecretsNoLongerAskedFor(f, actions) {
@@ -171,11 +210,70 @@ const reconciling: Check<Facts>[] = [
     }
     return undefined;
   },
-  function isReady(f) {
-    const hint = f.key ? tokenHint(f.key.token) : "";
-    return { next: "done", ready: { status: "True", reason: "Provisioned", message: `key ${hint} is in Secret ${secretRef(f)}` } };
+  function restartsWorkloads(f, actions) {
+    const marker = restartMarker(f.apiKey.status?.rotation);
+    if (!marker || !f.spec.rotation?.restartWorkloads) return undefined;
+    for (const workload of restartsFor(f.workloads, f.spec.secret.name, marker).due) {
+      const { kind, object } = workload;
+      actions.push({ type: "restartWorkload", kind, name: object.metadata?.name ?? "", marker,
+        event: normal("RestartedWorkload", `Restarted ${describeWorkload(workload)}: its pods read Secret ${secretRef(f)}, which holds the new key`) });
+    }
+    return undefined;
+  },
+  function isReady(f, actions) {
+    if (!f.key) return undefined;
+    const keyed: Keyed = { ...f, key: f.key };
+    const ready: Readiness = { status: "True", reason: "Provisioned", message: `key ${tokenHint(f.key.token)} is in Secret ${secretRef(f)}` };
+    const recorded = f.apiKey.status?.rotation;
+    const previous = recorded?.previousKey;
+    if (!previous) {
+      const decision = rotationDecision(keyed);
+      const rotation = decision.action === "record" ? { ...recorded, lastRequest: decision.request } : undefined;
+      return { next: "done", ready, rotation, requeueAt: decision.action === "none" ? decision.requeueAt : undefined };
+    }
+    const restarts = f.spec.rotation?.restartWorkloads ? restartsFor(f.workloads, f.spec.secret.name, restartMarker(recorded) ?? "") : undefined;
+    const waitingFor = restarts ? [...restarts.due, ...restarts.rollingOut] : [];
+    const decision = rotationDecision(keyed, restarts !== undefined && waitingFor.length === 0);
+    if (decision.action === "retire") {
+      actions.push({ type: "retireKey", id: previous.id, scope: f.key.scope, event: retiredEvent(previous.hint, decision.cause, waitingFor, secretRef(f)) });
+      const { previousKey: _retired, ...rotation } = recorded;
+      return { next: "done", ready, rotation, requeueAt: nextRotationAt(f.spec.rotation, f.key.issuedAt) };
+    }
+    const waiting = waitingFor.length > 0 ? `waiting for ${waitingFor.map(describeWorkload).join(", ")} to roll out; ` : "";
+    const progress = { reason: "Rotating", message: `${waiting}the replaced key ${previous.hint} is retired by ${previous.expiresAt} at the latest` };
+    return { next: "done", ready: { ...ready, progress }, requeueAt: decision.action === "await" ? decision.requeueAt : undefined };
   },
 ];
+
+// --- Rotation ----------------------------------------------------------------------------------
+
+/** The value of the keyplane.dev/rotate annotation, if any. */
+function rotateRequest(apiKey: ApiKey): string | undefined {
+  return apiKey.metadata.annotations?.[ROTATE_ANNOTATION];
+}
+
+function rotationDecision(f: Keyed, rolledOut = false): RotationDecision {
+  return decideRotation({
+    rotation: f.spec.rotation,
+    request: rotateRequest(f.apiKey),
+    status: f.apiKey.status?.rotation,
+    provisioned: f.apiKey.status?.key !== undefined,
+    issuedAt: f.key.issuedAt,
+    rolledOut,
+    now: f.now,
+  });
+}
+
+/** The pod-template annotation value of a rotation under way: the same for every restart it makes. */
+function restartMarker(rotation: RotationStatus | undefined): string | undefined {
+  return rotation?.previousKey && (rotation.lastRotationTime ?? rotation.previousKey.expiresAt);
+}
+
+function retiredEvent(hint: string, cause: "rolledOut" | "gracePeriodEnded", waitingFor: Workload[], secret: string): EventSpec {
+  if (cause === "rolledOut") return normal("RetiredKey", `Retired key ${hint}: every workload that reads Secret ${secret} has rolled out with the new key`);
+  if (waitingFor.length === 0) return normal("RetiredKey", `Retired key ${hint}: its grace period ended`);
+  return { type: "Warning", reason: "RetiredKey", message: `Retired key ${hint}: its grace period ended before ${waitingFor.map(describeWorkload).join(", ")} rolled out` };
+}
 
 // --- Status and warnings -----------------------------------------------------------------------
 
@@ -189,7 +287,8 @@ export function failurePlan(input: PlanInput, message: string): Plan {
 
 /** Adds the status write (when the status changed) and a warning when the ApiKey turns not Ready. */
 function settle(input: PlanInput, actions: Action[], decision: Decision | undefined): Plan {
-  if (!decision || decision.next === "replan" || !decision.ready) return { actions, next: decision?.next ?? "done" };
+  const requeueAt = decision?.next === "done" ? decision.requeueAt : undefined;
+  if (!decision || decision.next === "replan" || !decision.ready) return { actions, next: decision?.next ?? "done", ...(requeueAt ? { requeueAt } : {}) };
   const { ready } = decision;
   const current = input.apiKey.status;
   const owner = formatRef(refOf(input.apiKey));
@@ -199,7 +298,7 @@ function settle(input: PlanInput, actions: Action[], decision: Decision | undefi
     conditions: conditions(current, ready, input.apiKey.metadata.generation, input.now),
     ...(key ? { key: { id: key.id, type: key.type as StatusKeyType, hint: tokenHint(key.token) } } : {}),
     ...(ready.status === "True" && input.spec.ok ? { secretName: input.spec.spec.secret.name } : {}),
-    ...rotationStatus(current, input.spec.ok ? input.spec.spec.rotation : undefined, key),
+    ...rotationStatus((decision.next === "done" ? decision.rotation : undefined) ?? current?.rotation, input.spec.ok ? input.spec.spec.rotation : undefined, key),
   };
   const previous = readyConditionOf(current);
   if (ready.status === "False" && (previous?.status !== "False" || previous.reason !== ready.reason)) {
@@ -207,15 +306,15 @@ function settle(input: PlanInput, actions: Action[], decision: Decision | undefi
     actions.push({ type: "recordEvent", event: { type: "Warning", reason, message: ready.message } });
   }
   if (!sameJson(status, current)) actions.push({ type: "patchStatus", status });
-  return { actions, next: decision.next, status };
+  return { actions, next: decision.next, status, ...(requeueAt ? { requeueAt } : {}) };
 }
 
 // --- Helpers -------------------------------------------------------------------------------------
 
-/** status.rotation: what was recorded before, with the next rotation of the current key. */
-function rotationStatus(current: ApiKeyStatus | undefined, rotation: EffectiveRotation | undefined, key: KeyWithToken | undefined): Pick<ApiKeyStatus, "rotation"> {
+/** status.rotation: what was recorded, with the next rotation of the current key. */
+function rotationStatus(recorded: RotationStatus | undefined, rotation: EffectiveRotation | undefined, key: KeyWithToken | undefined): Pick<ApiKeyStatus, "rotation"> {
   const next = key && nextRotationAt(rotation, key.issuedAt);
-  const { nextRotationTime: _stale, ...kept } = current?.rotation ?? {};
+  const { nextRotationTime: _stale, ...kept } = recorded ?? {};
   const status = { ...kept, ...(next ? { nextRotationTime: kubeTime(next) } : {}) };
   return Object.keys(status).length > 0 ? { rotation: status } : {};
 }

@@ -140,6 +140,32 @@ describe("WorkQueue", () => {
     expect(work.keys()).toEqual(["a", "b"]);
   });
 
+  it("comes back after the delay a key asks for, and forgets its failures", async () => {
+    const work = controlled();
+    const queue = new WorkQueue({ concurrency: 1, backoff, process: work.process });
+    queue.add("a");
+    work.calls[0]!.finish("retry");
+    await vi.advanceTimersByTimeAsync(100);
+    expect(queue.failures("a")).toBe(1);
+    work.calls[1]!.finish({ requeueAfterMs: 5_000 });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(queue.failures("a")).toBe(0);
+    await vi.advanceTimersByTimeAsync(4_999);
+    expect(work.keys()).toEqual(["a", "a"]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(work.keys()).toEqual(["a", "a", "a"]);
+  });
+
+  it("waits the longest a timer can for a delay beyond it, rather than firing at once", async () => {
+    const work = controlled();
+    const queue = new WorkQueue({ concurrency: 1, backoff, process: work.process });
+    queue.addAfter("a", 30 * 86_400_000);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(work.calls).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(2 ** 31 - 1_001);
+    expect(work.keys()).toEqual(["a"]);
+  });
+
   it("stops: drops what waits and what is scheduled, and waits for the work in flight", async () => {
     const work = controlled();
     const queue = new WorkQueue({ concurrency: 1, backoff, process: work.process });

@@ -2,8 +2,14 @@
 // by two workers at once (an add while it is processed runs it again afterwards), a failure comes back
 // after an exponential backoff, and a delayed add keeps the earliest due time.
 
-/** What processing a key asks for next: nothing, or another go after the key's backoff. */
-export type ProcessResult = "done" | "retry";
+/**
+ * What processing a key asks for next: nothing, another go after the key's backoff, or another go
+ * after a delay of its own (a time the key waits for, such as a rotation's).
+ */
+export type ProcessResult = "done" | "retry" | { requeueAfterMs: number };
+
+/** The longest delay a timer takes: a longer one would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export interface BackoffOptions {
   /** The first delay; each further failure in a row doubles it. */
@@ -60,6 +66,7 @@ export class WorkQueue {
   addAfter(key: string, ms: number): void {
     if (this.#stopped) return;
     if (ms <= 0) return this.add(key);
+    ms = Math.min(ms, MAX_TIMER_MS);
     const at = Date.now() + ms;
     const pending = this.#timers.get(key);
     if (pending && pending.at <= at) return;
@@ -139,6 +146,7 @@ export class WorkQueue {
     if (!this.#stopped) {
       if (outcome === "retry") this.retry(key);
       else this.forget(key);
+      if (typeof outcome === "object") this.addAfter(key, outcome.requeueAfterMs);
       if (this.#dirty.delete(key)) this.add(key);
     }
     this.#pump();

@@ -21,7 +21,7 @@ export async function reconcile(deps: ReconcilerDeps, ref: ObjectRef): Promise<P
     // After a pass that wrote something, the informers may not have caught up: read the source.
     const input = await gather(deps, ref, { fresh: pass > 0 });
     if (!input) return "done";
-    const { actions, next } = plan(input);
+    const { actions, next, requeueAt } = plan(input);
     try {
       await apply(deps, input.apiKey, actions);
     } catch (error) {
@@ -34,6 +34,7 @@ export async function reconcile(deps: ReconcilerDeps, ref: ObjectRef): Promise<P
       }
       throw error;
     }
+    if (next === "done" && requeueAt) return { requeueAfterMs: requeueAt.getTime() - deps.clock().getTime() };
     if (next !== "replan") return next;
   }
   deps.log.info({ apiKey: formatRef(ref) }, "not settled after several passes; retrying after a backoff");

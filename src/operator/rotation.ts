@@ -1,8 +1,6 @@
 // The rotation decision of an ApiKey (docs/operator.md, "Rotation"): whether to rotate now, to record a
 // request without rotating, to retire the replaced key, or to wait until when. Pure.
-import type { ApiKeyStatus, EffectiveRotation } from "./apikey.ts";
-
-type RotationStatus = NonNullable<ApiKeyStatus["rotation"]>;
+import type { EffectiveRotation, RotationStatus } from "./apikey.ts";
 
 export interface RotationInput {
   /** spec.rotation, resolved; undefined when the spec asks for none. */

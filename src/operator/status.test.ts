@@ -27,4 +27,12 @@ describe("conditions", () => {
       { type: "Ready", status: "True", reason: "Provisioned", message: "key in Secret", lastTransitionTime: "2025-05-01T12:00:00Z", observedGeneration: 1 },
     ]);
   });
+
+  it("says Reconciling with the work's own reason while a Ready key is being worked on", () => {
+    const rotating = { status: "True", reason: "Provisioned", message: "key in Secret", progress: { reason: "Rotating", message: "waiting for Deployment a/b" } } as const;
+    expect(conditions(undefined, rotating, 2, now).map((c) => [c.type, c.status, c.reason, c.message])).toEqual([
+      ["Ready", "True", "Provisioned", "key in Secret"],
+      ["Reconciling", "True", "Rotating", "waiting for Deployment a/b"],
+    ]);
+  });
 });

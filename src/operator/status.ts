@@ -10,6 +10,8 @@ export interface Readiness {
   status: "True" | "False";
   reason: ReadyReason;
   message: string;
+  /** Work under way on a Ready key (a rotation until its old key is retired): Reconciling True says it. */
+  progress?: { reason: string; message: string };
 }
 
 /** metav1.Time: RFC 3339 in whole seconds, as the API server writes its own timestamps. */
@@ -29,13 +31,19 @@ const STALLING: ReadonlySet<ReadyReason> = new Set(["InvalidSpec", "ScopeNotFoun
 
 /**
  * The kstatus conditions: Ready; Stalled True with Ready's reason when a person must act; Reconciling True
- * while the operator still retries toward the spec. Stalled and Reconciling are left out otherwise.
+ * while the operator still retries toward the spec, or works on a Ready key (with that work's reason).
+ * Stalled and Reconciling are left out otherwise.
  */
 export function conditions(current: ApiKeyStatus | undefined, ready: Readiness, generation: number | undefined, now: Date): ApiKeyCondition[] {
-  const make = (type: string, status: Readiness["status"]) => condition(current, { type, status, reason: ready.reason, message: ready.message }, generation, now);
+  const make = (type: string, reason: string, message: string) =>
+    condition(current, { type, status: type === READY ? ready.status : "True", reason, message }, generation, now);
   const stalled = ready.status === "False" && STALLING.has(ready.reason);
-  const reconciling = ready.status === "False" && !stalled;
-  return [make(READY, ready.status), ...(stalled ? [make(STALLED, "True")] : []), ...(reconciling ? [make(RECONCILING, "True")] : [])];
+  const reconciling = ready.status === "False" && !stalled ? ready : ready.progress;
+  return [
+    make(READY, ready.reason, ready.message),
+    ...(stalled ? [make(STALLED, ready.reason, ready.message)] : []),
+    ...(reconciling ? [make(RECONCILING, reconciling.reason, reconciling.message)] : []),
+  ];
 }
 
 /** A condition; its lastTransitionTime moves only when its status flips. */

@@ -1,6 +1,5 @@
-// The workloads a rotation restarts, and when a restart has rolled out. Pure: the operator lists
-// Deployments, StatefulSets and DaemonSets, and these decide. The operator does not rotate keys yet:
-// nothing but their tests calls these, and docs/operator.md gains its Rotation section with the wiring.
+// The workloads a rotation restarts, and when a restart has rolled out (docs/operator.md, "Rotation").
+// Pure: the operator's informers hold the Deployments, StatefulSets and DaemonSets, and these decide.
 import type { V1DaemonSet, V1Deployment, V1PodSpec, V1StatefulSet } from "@kubernetes/client-node";
 
 export type Workload =
@@ -33,6 +32,29 @@ export function usesSecret(pod: V1PodSpec | undefined, secretName: string): bool
 /** The restart marker a workload's pod template carries now, if any. */
 export function restartedAt(workload: Workload): string | undefined {
   return workload.object.spec?.template.metadata?.annotations?.[RESTARTED_AT];
+}
+
+/** "Deployment team-a/api": a workload as events and logs name it. */
+export function describeWorkload(workload: Workload): string {
+  return `${workload.kind} ${workload.object.metadata?.namespace ?? ""}/${workload.object.metadata?.name ?? ""}`;
+}
+
+/** Where the restarts of one rotation stand, over the workloads whose pod template uses the Secret. */
+export interface Restarts {
+  /** Those that do not carry this rotation's marker yet: each is patched once. */
+  due: Workload[];
+  /** Those that carry it and have not rolled out yet. */
+  rollingOut: Workload[];
+}
+
+export function restartsFor(workloads: Iterable<Workload>, secretName: string, marker: string): Restarts {
+  const restarts: Restarts = { due: [], rollingOut: [] };
+  for (const workload of workloads) {
+    if (!usesSecret(workload.object.spec?.template.spec, secretName)) continue;
+    if (restartedAt(workload) !== marker) restarts.due.push(workload);
+    else if (!rolledOut(workload)) restarts.rollingOut.push(workload);
+  }
+  return restarts;
 }
 
 /**
