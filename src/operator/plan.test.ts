@@ -529,7 +529,7 @@ describe("rotation", () => {
     expect(p.actions.map((a) => a.type)).toEqual(["replaceSecret", "restartWorkload", "patchStatus"]);
     expect(ofType(p, "restartWorkload")).toMatchObject({ kind: "Deployment", name: "api", marker: STARTED, event: { reason: "RestartedWorkload" } });
     expect(p.status?.conditions?.map((c) => [c.type, c.status, c.reason])).toEqual([["Ready", "True", "Provisioned"], ["Reconciling", "True", "Rotating"]]);
-    expect(p.status?.conditions?.[1]?.message).toContain("Deployment team-a/api, Deployment team-a/worker");
+    expect(p.status?.conditions?.[1]?.message).toBe(`waiting for the restarted workloads to roll out; the replaced key XI…7798 is retired by ${GRACE_END} at the latest`);
     expect(p.status?.rotation?.previousKey?.id).toBe(17);
     expect(p.requeueAt).toEqual(new Date(GRACE_END));
     // The replaced key is not dropped as a key no longer asked for: it ends with its rotation.

@@ -239,7 +239,8 @@ const reconciling: Check<Facts>[] = [
       const { previousKey: _retired, ...rotation } = recorded;
       return { next: "done", ready, rotation, requeueAt: nextRotationAt(f.spec.rotation, f.key.issuedAt) };
     }
-    const waiting = waitingFor.length > 0 ? `waiting for ${waitingFor.map(describeWorkload).join(", ")} to roll out; ` : "";
+    // The same message while workloads roll out one by one: each would otherwise cost a status write.
+    const waiting = waitingFor.length > 0 ? "waiting for the restarted workloads to roll out; " : "";
     const progress = { reason: "Rotating", message: `${waiting}the replaced key ${previous.hint} is retired by ${previous.expiresAt} at the latest` };
     return { next: "done", ready: { ...ready, progress }, requeueAt: decision.action === "await" ? decision.requeueAt : undefined };
   },
