@@ -1,5 +1,6 @@
-// apply: carries out a plan's actions in order, recording each action's event once it succeeded.
-// The first failure stops it: the reconciler decides what then.
+// apply: carries out a plan's actions in order, recording each action's event once it succeeded (and
+// did something: one that found its work done already records none). The first failure stops it: the
+// reconciler decides what then.
 import type { Logger } from "pino";
 import { describeAction, type Action } from "./actions.ts";
 import { FINALIZER, type ApiKey } from "./apikey.ts";
@@ -31,13 +32,14 @@ export async function apply(deps: ApplyDeps, apiKey: ApiKey, actions: Action[]):
   const log = deps.log.child({ apiKey: formatRef(refOf(apiKey)) });
   for (const action of actions) {
     deps.signal?.throwIfAborted();
+    let outcome: Outcome;
     try {
-      await perform(deps, apiKey, action);
+      outcome = await perform(deps, apiKey, action);
     } catch (error) {
       throw new ActionFailed(action, error);
     }
-    log.debug(describeAction(action), "applied");
-    if (action.event) {
+    log.debug(describeAction(action), outcome === "unchanged" ? "found done already" : "applied");
+    if (action.event && outcome !== "unchanged") {
       log[action.event.type === "Warning" ? "warn" : "info"]({ reason: action.event.reason }, action.event.message);
       await deps.kube.recordEvent(apiKey, action.event, deps.clock()).catch((error: unknown) => {
         // An event is for people: failing to record one must not fail the work it reports.
@@ -47,7 +49,10 @@ export async function apply(deps: ApplyDeps, apiKey: ApiKey, actions: Action[]):
   }
 }
 
-async function perform(deps: ApplyDeps, apiKey: ApiKey, action: Action): Promise<void> {
+/** "unchanged": the action found its work done already (by an earlier reconcile, cut short). */
+type Outcome = void | "unchanged";
+
+async function perform(deps: ApplyDeps, apiKey: ApiKey, action: Action): Promise<Outcome> {
   const ref = { namespace: apiKey.metadata.namespace ?? "", name: apiKey.metadata.name ?? "" };
   const owner = formatRef(refOf(apiKey));
   const finalizers = apiKey.metadata.finalizers ?? [];
@@ -85,7 +90,7 @@ async function perform(deps: ApplyDeps, apiKey: ApiKey, action: Action): Promise
     case "rotateKey":
       return deps.store.rotate(action, action.gracePeriodSeconds, owner);
     case "restartWorkload":
-      return deps.kube.restartWorkload({ kind: action.kind, namespace: ref.namespace, name: action.name }, action.marker);
+      return (await deps.kube.restartWorkload({ kind: action.kind, namespace: ref.namespace, name: action.name }, action.marker)) ? undefined : "unchanged";
     case "retireKey":
       return deps.store.retire(action, owner);
     case "recordEvent":

@@ -26,10 +26,13 @@ export interface GatherDeps {
 /**
  * The input of plan for the ApiKey `ref`; undefined once it is gone. With `fresh`, the ApiKey and its
  * Secret are read from the API server instead of the informers' caches, which may lag behind a write
- * just made. A Secret without keyplane's label is not cached at all: it is read by name.
+ * just made; so they are while a rotation is under way, whose steps must not be taken twice from a
+ * status that lags. A Secret without keyplane's label is not cached at all: it is read by name.
  */
-export async function gather(deps: GatherDeps, ref: ObjectRef, { fresh = false } = {}): Promise<PlanInput | undefined> {
-  const apiKey = fresh ? await deps.kube.readApiKey(ref) : deps.cache.apiKey(ref);
+export async function gather(deps: GatherDeps, ref: ObjectRef, options: { fresh?: boolean } = {}): Promise<PlanInput | undefined> {
+  const cached = options.fresh ? undefined : deps.cache.apiKey(ref);
+  const fresh = options.fresh === true || Boolean(cached?.status?.rotation?.previousKey);
+  const apiKey = fresh ? await deps.kube.readApiKey(ref) : cached;
   if (!apiKey) return undefined;
   const spec = resolveSpec(apiKey);
   const deleting = Boolean(apiKey.metadata.deletionTimestamp);

@@ -5,7 +5,7 @@ import type { CoreV1Event, KubeConfig, V1Secret } from "@kubernetes/client-node"
 import type { EventSpec } from "./actions.ts";
 import { GROUP, PLURAL, CRD_VERSION, type ApiKey, type ApiKeyStatus, type RotationStatus } from "./apikey.ts";
 import type { ObjectRef } from "./object-ref.ts";
-import { restartPatch, type Workload } from "./workloads.ts";
+import { restartedAt, restartPatch, type Workload } from "./workloads.ts";
 
 export interface KubeApi {
   readApiKey(ref: ObjectRef): Promise<ApiKey | undefined>;
@@ -16,8 +16,12 @@ export interface KubeApi {
    * a resourceVersion, only over the ApiKey as it was at that version (else 409).
    */
   patchStatus(ref: ObjectRef, status: ApiKeyStatus, resourceVersion?: string): Promise<void>;
-  /** Sets a workload's restart marker on its pod template, as `kubectl rollout restart` does. */
-  restartWorkload(workload: ObjectRef & { kind: Workload["kind"] }, marker: string): Promise<void>;
+  /**
+   * Sets a workload's restart marker on its pod template, as `kubectl rollout restart` does, unless it
+   * carries that marker already (a cache may lag behind an earlier restart): false then, and when the
+   * workload is gone.
+   */
+  restartWorkload(workload: ObjectRef & { kind: Workload["kind"] }, marker: string): Promise<boolean>;
   readSecret(ref: ObjectRef): Promise<V1Secret | undefined>;
   createSecret(secret: V1Secret): Promise<void>;
   replaceSecret(secret: V1Secret): Promise<void>;
@@ -64,6 +68,12 @@ export function kubeApiFor(kubeConfig: KubeConfig, reportingInstance: string): K
   const objects = kubeConfig.makeApiClient(CustomObjectsApi);
   const apps = kubeConfig.makeApiClient(AppsV1Api);
   const crd = { group: GROUP, version: CRD_VERSION, plural: PLURAL };
+  type Patch = ObjectRef & { body: object };
+  const kinds = {
+    Deployment: { read: (ref: ObjectRef) => apps.readNamespacedDeployment(ref), patch: (p: Patch) => apps.patchNamespacedDeployment(p, mergePatch) },
+    StatefulSet: { read: (ref: ObjectRef) => apps.readNamespacedStatefulSet(ref), patch: (p: Patch) => apps.patchNamespacedStatefulSet(p, mergePatch) },
+    DaemonSet: { read: (ref: ObjectRef) => apps.readNamespacedDaemonSet(ref), patch: (p: Patch) => apps.patchNamespacedDaemonSet(p, mergePatch) },
+  } satisfies Record<Workload["kind"], unknown>;
   return {
     readApiKey: (ref) => orUndefined(objects.getNamespacedCustomObject({ ...crd, ...ref }) as Promise<ApiKey>),
     patchFinalizers: (apiKey, finalizers) =>
@@ -83,10 +93,12 @@ export function kubeApiFor(kubeConfig: KubeConfig, reportingInstance: string): K
       await objects.patchNamespacedCustomObjectStatus({ ...crd, ...ref, body }, mergePatch);
     },
     async restartWorkload({ kind, ...ref }, marker) {
-      const request = { ...ref, body: restartPatch(marker) };
-      if (kind === "Deployment") await apps.patchNamespacedDeployment(request, mergePatch);
-      else if (kind === "StatefulSet") await apps.patchNamespacedStatefulSet(request, mergePatch);
-      else await apps.patchNamespacedDaemonSet(request, mergePatch);
+      const object = await orUndefined(kinds[kind].read(ref));
+      if (!object || restartedAt(object) === marker) return false;
+      // Guarded by the resourceVersion read: a concurrent restart is seen on the next look, not doubled.
+      const body = { ...restartPatch(marker), metadata: { resourceVersion: object.metadata?.resourceVersion } };
+      await kinds[kind].patch({ ...ref, body });
+      return true;
     },
     readSecret: (ref) => orUndefined(core.readNamespacedSecret(ref)),
     async createSecret(secret) {

@@ -1,6 +1,6 @@
 import type { V1PodSpec } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { restartedAt, restartPatch, rolledOut, usesSecret, type Workload } from "./workloads.ts";
+import { restartedAt, restartPatch, restartsFor, rolledOut, usesSecret, type Workload } from "./workloads.ts";
 
 const container = (extra: object = {}) => ({ name: "app", image: "app", ...extra });
 
@@ -54,7 +54,34 @@ describe("the restart marker", () => {
   it("is a pod-template annotation, read back as written", () => {
     const patch = restartPatch("2026-11-23T10:00:00Z") as { spec: { template: object } };
     const workload: Workload = { kind: "Deployment", object: { spec: { selector: {}, template: patch.spec.template } } };
-    expect(restartedAt(workload)).toBe("2026-11-23T10:00:00Z");
-    expect(restartedAt({ kind: "DaemonSet", object: { spec: { selector: {}, template: {} } } })).toBeUndefined();
+    expect(restartedAt(workload.object)).toBe("2026-11-23T10:00:00Z");
+    expect(restartedAt({ spec: { selector: {}, template: {} } })).toBeUndefined();
+  });
+});
+
+describe("restartsFor", () => {
+  const deployment = (name: string, secret: string, marker?: string, observedGeneration = 2): Workload => ({
+    kind: "Deployment",
+    object: {
+      metadata: { name, generation: 2 },
+      spec: {
+        replicas: 0, selector: {},
+        template: { metadata: { annotations: marker ? { "keyplane.dev/restartedAt": marker } : {} }, spec: { containers: [container({ envFrom: [{ secretRef: { name: secret } }] })] } },
+      },
+      status: { observedGeneration },
+    },
+  });
+  const names = (ws: Workload[]) => ws.map((w) => w.object.metadata?.name);
+
+  it("has the workloads that read the Secret restarted once each, and waits for those rolling out", () => {
+    const restarts = restartsFor([
+      deployment("fresh", "billing"),
+      deployment("earlier-rotation", "billing", "2026-11-01T00:00:00Z"),
+      deployment("rolling", "billing", "now", 1),
+      deployment("rolled", "billing", "now"),
+      deployment("other", "payments"),
+    ], "billing", "now");
+    expect(names(restarts.due)).toEqual(["fresh", "earlier-rotation"]);
+    expect(names(restarts.rollingOut)).toEqual(["rolling"]);
   });
 });

@@ -30,8 +30,8 @@ export function usesSecret(pod: V1PodSpec | undefined, secretName: string): bool
 }
 
 /** The restart marker a workload's pod template carries now, if any. */
-export function restartedAt(workload: Workload): string | undefined {
-  return workload.object.spec?.template.metadata?.annotations?.[RESTARTED_AT];
+export function restartedAt(object: Workload["object"]): string | undefined {
+  return object.spec?.template.metadata?.annotations?.[RESTARTED_AT];
 }
 
 /** "Deployment team-a/api": a workload as events and logs name it. */
@@ -51,7 +51,7 @@ export function restartsFor(workloads: Iterable<Workload>, secretName: string, m
   const restarts: Restarts = { due: [], rollingOut: [] };
   for (const workload of workloads) {
     if (!usesSecret(workload.object.spec?.template.spec, secretName)) continue;
-    if (restartedAt(workload) !== marker) restarts.due.push(workload);
+    if (restartedAt(workload.object) !== marker) restarts.due.push(workload);
     else if (!rolledOut(workload)) restarts.rollingOut.push(workload);
   }
   return restarts;

@@ -153,7 +153,7 @@ describeKube("operator rotation", () => {
     console.info(`rotation with 10 workloads: old key retired ${Math.round(retiredAfterMs)} ms after the request; writes ${JSON.stringify(writes)}`);
     expect((writes.deployments ?? 0) + (writes.statefulsets ?? 0) + (writes.daemonsets ?? 0)).toBe(10);
     // One Secret update; the status: the rotation recorded, Reconciling while it rolls, and its end.
-    expect(writes).toMatchObject({ secrets: 1, "apikeys/status": 3, events: 13 });
+    expect(writes, JSON.stringify(await k.events("fleet"))).toMatchObject({ secrets: 1, "apikeys/status": 3, events: 13 });
   });
 
   it("keeps the old key while a rollout hangs, and retires it as soon as the rollout completes", async () => {

@@ -46,7 +46,8 @@ describeKube("operator resilience", () => {
   }
 
   it.each(["reset", "end"] as const)("sees what changed while its watches were cut (%s), and watches again", async (mode) => {
-    expect(proxy.cutWatches({ mode })).toBe(2);
+    // ApiKeys, Secrets, and the Deployments, StatefulSets and DaemonSets a rotation restarts.
+    expect(proxy.cutWatches({ mode })).toBe(5);
     const name = `cut-${mode}`;
     await k.createApiKey(name, { customer: "acme" });
     await expectConverged(name);
@@ -60,7 +61,7 @@ describeKube("operator resilience", () => {
   });
 
   it.each(["status", "event"] as const)("relists after 410 Gone (%s) and misses nothing", async (form) => {
-    proxy.expireWatches({ times: 2, form });
+    for (const resource of ["apikeys", "secrets"]) proxy.expireWatches({ resource, form });
     proxy.resetCounts();
     proxy.cutWatches();
     const name = `expired-${form}`;
