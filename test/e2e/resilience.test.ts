@@ -21,7 +21,8 @@ describeKube("operator resilience", () => {
   beforeAll(async () => {
     ({ svc, proxy, operator, k } = env());
     // The operator talks to the API server only through the proxy; the test itself goes direct.
-    await waitFor(() => proxy.openWatches("apikeys") === 1 && proxy.openWatches("secrets") === 1, { what: "both watches open" });
+    // ApiKeys, Secrets, and the Deployments, StatefulSets and DaemonSets a rotation restarts.
+    await waitFor(() => proxy.openWatches() === 5, { what: "every watch open" });
   });
   afterEach(() => {
     proxy.clearFaults();
@@ -46,12 +47,11 @@ describeKube("operator resilience", () => {
   }
 
   it.each(["reset", "end"] as const)("sees what changed while its watches were cut (%s), and watches again", async (mode) => {
-    // ApiKeys, Secrets, and the Deployments, StatefulSets and DaemonSets a rotation restarts.
     expect(proxy.cutWatches({ mode })).toBe(5);
     const name = `cut-${mode}`;
     await k.createApiKey(name, { customer: "acme" });
     await expectConverged(name);
-    await waitFor(() => proxy.openWatches("apikeys") === 1 && proxy.openWatches("secrets") === 1, { what: "both watches open again" });
+    await waitFor(() => proxy.openWatches() === 5, { what: "every watch open again" });
 
     // A Secret deleted by hand right after a cut is restored too.
     proxy.cutWatches({ mode });
@@ -70,7 +70,7 @@ describeKube("operator resilience", () => {
     // Both informers were told 410 and listed again.
     expect(proxy.count("list", "apikeys")).toBeGreaterThanOrEqual(1);
     expect(proxy.count("list", "secrets")).toBeGreaterThanOrEqual(1);
-    await waitFor(() => proxy.openWatches("apikeys") === 1 && proxy.openWatches("secrets") === 1, { what: "both watches open again" });
+    await waitFor(() => proxy.openWatches() === 5, { what: "every watch open again" });
   });
 
   it.each([409, 500, 429] as const)("converges through %i answers to its writes, with one key and no hot loop", async (status) => {
