@@ -117,12 +117,14 @@ describeKube("deploy/", () => {
       ["patch", "apikeys.keyplane.dev"], ["patch", "apikeys.keyplane.dev/status"],
       ["list", "secrets"], ["watch", "secrets"], ["get", "secrets"], ["create", "secrets"], ["update", "secrets"], ["delete", "secrets"],
       ["create", "events"],
+      ...["deployments", "statefulsets", "daemonsets"].flatMap((kind) => ["list", "watch", "get", "patch"].map((verb): [string, string] => [verb, `${kind}.apps`])),
       ["get", "leases.coordination.k8s.io", SYSTEM_NAMESPACE], ["create", "leases.coordination.k8s.io", SYSTEM_NAMESPACE],
       ["update", "leases.coordination.k8s.io", SYSTEM_NAMESPACE],
     ];
     for (const [verb, resource, namespace] of calls) expect(`${verb} ${resource}: ${await can(verb, resource, namespace)}`).toBe(`${verb} ${resource}: yes`);
-    // The spec is never written, and Leases only in keyplane's own namespace.
+    // The spec is never written, Leases only in keyplane's own namespace, and workloads only patched.
     expect(await can("update", "leases.coordination.k8s.io", "team-a")).toBe("no");
     expect(await can("delete", "apikeys.keyplane.dev")).toBe("no");
+    for (const verb of ["create", "update", "delete"]) expect(`${verb}: ${await can(verb, "deployments.apps")}`).toBe(`${verb}: no`);
   });
 });
