@@ -1,4 +1,5 @@
 import type { RequestListener, ServerResponse } from "node:http";
+import type { StoredKey } from "../domain/model.ts";
 import type { Context } from "../services/context.ts";
 import { verifyRequest, type Verdict } from "../services/verify.ts";
 import { BODY_LIMIT, isJson } from "./body.ts";
@@ -19,7 +20,7 @@ export function verifyRoutes(ctx: Context, trusted: TrustedProxies): Route[] {
       summary: "May this token do this method on this platform path? A verdict, whatever the token",
       ok: { status: 200, description: "The verdict; the key (without its keyId) when it is usable", schema: verdictObject },
       handle: async (req, res, { body }) => {
-        res.json(await verdict(ctx, clientAddress(req, trusted), body));
+        res.type("application/json; charset=utf-8").send(await verdict(ctx, clientAddress(req, trusted), body));
       },
     }),
   ];
@@ -27,9 +28,26 @@ export function verifyRoutes(ctx: Context, trusted: TrustedProxies): Route[] {
 
 type VerifyBody = ReturnType<typeof verifyBody.parse>;
 
-async function verdict(ctx: Context, client: string, body: VerifyBody): Promise<object> {
-  const v: Verdict = await verifyRequest(ctx, { endpoint: "verify", client, token: body.key, method: body.method ?? "GET", path: body.path });
-  return { valid: v.code === "VALID", code: v.code, ...("key" in v && { key: verifiedKeyJson(v.key, v.level) }) };
+/** The verdict as JSON text. */
+async function verdict(ctx: Context, client: string, body: VerifyBody): Promise<string> {
+  return verdictText(await verifyRequest(ctx, { endpoint: "verify", client, token: body.key, method: body.method ?? "GET", path: body.path }));
+}
+
+// A verdict's text is worked out once per key and code: platform services ask about the same keys over
+// and over, and serialising the key is most of an answer's cost. The verification cache hands out the
+// same key object until the key changes, and a changed key is a new object (as for GET /keys/self).
+const keyVerdicts = new WeakMap<StoredKey, Partial<Record<Verdict["code"], string>>>();
+const keylessVerdicts = new Map<Verdict["code"], string>();
+
+function verdictText(v: Verdict): string {
+  const texts = "key" in v ? keyVerdicts.get(v.key) ?? {} : undefined;
+  let text = texts ? texts[v.code] : keylessVerdicts.get(v.code);
+  if (text === undefined) {
+    text = JSON.stringify({ valid: v.code === "VALID", code: v.code, ...("key" in v && { key: verifiedKeyJson(v.key, v.level) }) });
+    if ("key" in v && texts) keyVerdicts.set(v.key, { ...texts, [v.code]: text });
+    else keylessVerdicts.set(v.code, text);
+  }
+  return text;
 }
 
 const VERIFY = /^\/verify\/?(\?|$)/;
@@ -62,7 +80,7 @@ export function withVerifyFastPath(ctx: Context, trusted: TrustedProxies, next: 
       }
       Promise.resolve()
         .then(() => verdict(ctx, clientAddress(req, trusted), parse(verifyBody, input, "request body")))
-        .then((body) => sendJson(res, JSON.stringify(body)), (error: unknown) => answerError(res, error, ctx.log, reqId));
+        .then((text) => sendJson(res, text), (error: unknown) => answerError(res, error, ctx.log, reqId));
     });
   };
 }
