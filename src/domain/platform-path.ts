@@ -9,13 +9,17 @@ import type { ScopeRefs } from "./scope.ts";
 export function normalizePath(path: string): string[] | undefined {
   if (!path.startsWith("/")) return undefined;
   const out: string[] = [];
-  const raw = path.split("?")[0]!.split("/").slice(1);
-  for (const [i, part] of raw.entries()) {
-    let segment: string;
-    try {
-      segment = decodeURIComponent(part);
-    } catch {
-      return undefined;
+  const query = path.indexOf("?");
+  const raw = (query === -1 ? path : path.slice(0, query)).split("/");
+  for (let i = 1; i < raw.length; i++) {
+    const part = raw[i]!;
+    let segment = part;
+    if (part.includes("%")) {
+      try {
+        segment = decodeURIComponent(part);
+      } catch {
+        return undefined;
+      }
     }
     const last = i === raw.length - 1;
     if (segment === ".") {

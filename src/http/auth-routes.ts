@@ -23,13 +23,17 @@ export interface OriginalRequest {
 
 /** The request a gateway asks about, from its headers or, failing them, from the request's own line. */
 export function originalRequest(req: Pick<IncomingMessage, "method" | "url" | "headers">): OriginalRequest {
-  const h = (name: string) => [req.headers[name]].flat()[0];
+  const h = (name: string) => {
+    const value = req.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
   const own = req.method ?? "GET";
   const [method, uri] =
     h("x-original-uri") !== undefined ? [h("x-original-method") ?? own, h("x-original-uri")!]
     : h("x-forwarded-uri") !== undefined ? [h("x-forwarded-method") ?? own, h("x-forwarded-uri")!]
     : [own, (req.url ?? "").replace(AUTH, "") || "/"];
-  const path = uri.split("?")[0]!;
+  const query = uri.indexOf("?");
+  const path = query === -1 ? uri : uri.slice(0, query);
   return { method: method.toUpperCase(), path: path === "" ? "/" : path };
 }
 
