@@ -5,7 +5,8 @@ import { freePort, startKeyplane, type KeyplaneEnv, type Server } from "./proces
 // The metrics phase (bench/README.md): what keeping Prometheus metrics costs the hot path. A second
 // keyplane on the same database runs with KEYPLANE_METRICS_PORT and is scraped every second while it
 // is loaded; the first, without, is measured right before and right after it, for GET /keys/self and
-// for POST /verify. Each figure is the metered throughput ÷ the mean of the two unmetered runs.
+// for GET /auth on a customer path (as in the gateway phase). Each figure is the metered throughput ÷
+// the mean of the two unmetered runs.
 
 export interface MetricsTools {
   connections: number;
@@ -17,12 +18,13 @@ export interface MetricsTools {
 
 export interface MetricsFigures {
   metricsSelfOnVsOff: number;
-  metricsVerifyOnVsOff: number;
+  metricsAuthOnVsOff: number;
 }
 
 const round = (n: number, digits = 3) => Number(n.toFixed(digits));
 
-export async function metricsPhase(t: MetricsTools, off: Server, env: KeyplaneEnv, token: string): Promise<{ figures: MetricsFigures; details: Record<string, string>; scrapes: number }> {
+export async function metricsPhase(t: MetricsTools, off: Server, env: KeyplaneEnv, fixture: { customer: string; token: string }): Promise<{ figures: MetricsFigures; details: Record<string, string>; scrapes: number }> {
+  const { token } = fixture;
   const metricsPort = await freePort();
   const on = await startKeyplane("M", env, [], { KEYPLANE_METRICS_PORT: String(metricsPort) });
   let scrapes = 0;
@@ -40,7 +42,10 @@ export async function metricsPhase(t: MetricsTools, off: Server, env: KeyplaneEn
   };
   try {
     const self: autocannon.Request[] = [{ method: "GET", path: "/keys/self", headers: { authorization: `Bearer ${token}` } }];
-    const verify: autocannon.Request[] = [{ method: "POST", path: "/verify", headers: { "content-type": "application/json" }, body: JSON.stringify({ key: token }) }];
+    const auth: autocannon.Request[] = [{
+      method: "GET", path: "/auth",
+      headers: { authorization: `Bearer ${token}`, "x-original-method": "GET", "x-original-uri": `/customers/${fixture.customer}/invoices` },
+    }];
     const run = (server: Server, requests: autocannon.Request[], duration = t.seconds) => load({ url: server.url, connections: t.connections, duration, requests });
     const ratio = async (what: string, requests: autocannon.Request[]) => {
       t.say(`metrics: ${what}, without metrics, with (scraped every second), without again; ${t.seconds} s each`);
@@ -56,10 +61,10 @@ export async function metricsPhase(t: MetricsTools, off: Server, env: KeyplaneEn
       return { value: round(metered.requestsPerSecond / offRps), detail: `${Math.round(metered.requestsPerSecond)} vs ${Math.round(offRps)} req/s` };
     };
     const selfRatio = await ratio("GET /keys/self", self);
-    const verifyRatio = await ratio("POST /verify", verify);
+    const authRatio = await ratio("GET /auth", auth);
     return {
-      figures: { metricsSelfOnVsOff: selfRatio.value, metricsVerifyOnVsOff: verifyRatio.value },
-      details: { metricsSelfOnVsOff: selfRatio.detail, metricsVerifyOnVsOff: verifyRatio.detail },
+      figures: { metricsSelfOnVsOff: selfRatio.value, metricsAuthOnVsOff: authRatio.value },
+      details: { metricsSelfOnVsOff: selfRatio.detail, metricsAuthOnVsOff: authRatio.detail },
       scrapes,
     };
   } finally {

@@ -475,7 +475,7 @@ async function main(): Promise<number> {
       runs.gateway = gateway;
     }
     if (s.phases.has("metrics")) {
-      const metrics = await metricsPhase({ ...s, say, expectAnswers }, a, env, fixture.token);
+      const metrics = await metricsPhase({ ...s, say, expectAnswers }, a, env, fixture);
       Object.assign(values, metrics.figures);
       Object.assign(details, metrics.details);
       runs.metrics = metrics;
