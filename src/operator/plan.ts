@@ -220,31 +220,35 @@ const reconciling: Check<Facts>[] = [
     }
     return undefined;
   },
-  function isReady(f, actions) {
-    if (!f.key) return undefined;
-    const keyed: Keyed = { ...f, key: f.key };
-    const ready: Readiness = { status: "True", reason: "Provisioned", message: `key ${tokenHint(f.key.token)} is in Secret ${secretRef(f)}` };
+  function finishesRotation(f, actions) {
     const recorded = f.apiKey.status?.rotation;
     const previous = recorded?.previousKey;
-    if (!previous) {
-      const decision = rotationDecision(keyed);
-      const rotation = decision.action === "record" ? { ...recorded, lastRequest: decision.request } : undefined;
-      return { next: "done", ready, rotation, requeueAt: decision.action === "none" ? decision.requeueAt : undefined };
-    }
+    if (!f.key || !previous) return undefined;
     const restarts = f.spec.rotation?.restartWorkloads ? restartsFor(f.workloads, f.spec.secret.name, restartMarker(recorded) ?? "") : undefined;
     const waitingFor = restarts ? [...restarts.due, ...restarts.rollingOut] : [];
-    const decision = rotationDecision(keyed, restarts !== undefined && waitingFor.length === 0);
+    const decision = rotationDecision({ ...f, key: f.key }, restarts !== undefined && waitingFor.length === 0);
     if (decision.action === "retire") {
       actions.push({ type: "retireKey", id: previous.id, scope: f.key.scope, event: retiredEvent(previous.hint, decision.cause, waitingFor, secretRef(f)) });
       const { previousKey: _retired, ...rotation } = recorded;
-      return { next: "done", ready, rotation, requeueAt: nextRotationAt(f.spec.rotation, f.key.issuedAt) };
+      return { next: "done", ready: provisioned(f, f.key), rotation, requeueAt: nextRotationAt(f.spec.rotation, f.key.issuedAt) };
     }
     // The same message while workloads roll out one by one: each would otherwise cost a status write.
     const waiting = waitingFor.length > 0 ? "waiting for the restarted workloads to roll out; " : "";
     const progress = { reason: "Rotating", message: `${waiting}the replaced key ${previous.hint} is retired by ${previous.expiresAt} at the latest` };
-    return { next: "done", ready: { ...ready, progress }, requeueAt: decision.action === "await" ? decision.requeueAt : undefined };
+    return { next: "done", ready: { ...provisioned(f, f.key), progress }, requeueAt: decision.action === "await" ? decision.requeueAt : undefined };
+  },
+  function isReady(f) {
+    if (!f.key) return undefined;
+    // No rotation is under way (and one due has started above): a request to record, or the next one's time.
+    const decision = rotationDecision({ ...f, key: f.key });
+    const rotation = decision.action === "record" ? { ...f.apiKey.status?.rotation, lastRequest: decision.request } : undefined;
+    return { next: "done", ready: provisioned(f, f.key), rotation, requeueAt: decision.action === "none" ? decision.requeueAt : undefined };
   },
 ];
+
+function provisioned(f: Facts, key: KeyWithToken): Readiness {
+  return { status: "True", reason: "Provisioned", message: `key ${tokenHint(key.token)} is in Secret ${secretRef(f)}` };
+}
 
 // --- Rotation ----------------------------------------------------------------------------------
 
