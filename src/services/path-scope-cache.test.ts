@@ -35,7 +35,7 @@ const caller = customerScope(1);
 const acme = { gate: customerScope(1), target: customerScope(1) };
 
 describe("PathScopeCache", () => {
-  it("keeps an answer, found or not, until the directory changes: no time limit", async () => {
+  it("keeps an answer, found or not, until the directory changes", async () => {
     const directory = fakeDirectory();
     const cache = new PathScopeCache({ resolve: directory.resolve });
     for (let i = 0; i < 100; i++) {
