@@ -8,8 +8,8 @@ import { AuthHandler } from "./http/auth-routes.ts";
 import { parseTrustedProxies, type TrustedProxies } from "./http/client-address.ts";
 import { withSelfFastPath } from "./http/self-fast-path.ts";
 import { withVerifyFastPath } from "./http/verify-routes.ts";
+import { invalidateCachesOnChanges } from "./services/cache-invalidation.ts";
 import type { Context } from "./services/context.ts";
-import { onKeyChanges } from "./services/key-changes.ts";
 import { KeyCache, type KeyCacheOptions } from "./services/key-cache.ts";
 import { KeyInserts } from "./services/key-inserts.ts";
 import { EXPIRY_SWEEP_MS, sweepExpiries } from "./services/expiry-sweep.ts";
@@ -47,7 +47,7 @@ export interface KeyplaneOptions {
   expirySweepMs?: number;
   /** Failed-authentication throttling (default 60 failures a minute per client). */
   throttle?: ThrottleOptions;
-  /** What platform paths name, kept a second by default. */
+  /** What platform paths name, kept until the directory changes. */
   pathScopes?: PathScopeCacheOptions;
   /** Whose X-Forwarded-For names the client (default none). */
   trustedProxies?: TrustedProxies;
@@ -62,8 +62,8 @@ export interface Keyplane {
   /** The Prometheus metrics, when asked for. */
   metrics: Metrics | undefined;
   /**
-   * Stops the background work: listening for key changes, the expiry sweep, and the last-use
-   * batches, after writing the last one (the database stays open: it belongs to the caller).
+   * Stops the background work: listening for key and directory changes, the expiry sweep, and the
+   * last-use batches, after writing the last one (the database stays open: it belongs to the caller).
    */
   close(): Promise<void>;
 }
@@ -78,14 +78,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), keyCache, keyInserts: new KeyInserts(db), lastUse,
     throttle: new Throttle(options.throttle ?? { failuresPerMinute: 60 }), pathScopes: new PathScopeCache(options.pathScopes), clock: options.clock ?? (() => new Date()), log, migrations };
   if (options.metrics) ctx.metrics = new Metrics({ keyCache: () => keyCache.stats(), databaseUp: () => isReady(ctx) });
-  // Keys changed by any process (this one included) leave the verification cache; while notifications
-  // may be missed, nothing cached is fresh; an announcement that cannot be read drops everything.
-  const unlisten = await onKeyChanges(
-    ctx,
-    (change) => keyCache.invalidate(change.hash),
-    (state) => keyCache.listening(state),
-    () => keyCache.clear(),
-  );
+  const unlisten = await invalidateCachesOnChanges(ctx);
   const trustedProxies = options.trustedProxies ?? parseTrustedProxies("");
   const auth = new AuthHandler(ctx, trustedProxies);
   const runtime = { header: options.runtimeHeader, timeoutMs: options.invokeTimeoutMs ?? INVOKE_TIMEOUT_MS };

@@ -24,13 +24,24 @@ async function unique<T>(what: string, insert: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * A new customer, domain, application or subscriber: paths that name it resolve at once on this
+ * process, even where it was looked for and not found before; other processes hear the directory's
+ * announcement (services/cache-invalidation.ts).
+ */
+async function created<T>(ctx: Context, entity: Promise<T>): Promise<T> {
+  const made = await entity;
+  ctx.pathScopes.clear();
+  return made;
+}
+
 function found<T>(entity: T | undefined, what: string): T {
   if (entity === undefined) throw notFound(`No such ${what}.`);
   return entity;
 }
 
 export const createCustomer = (ctx: Context, name: string): Promise<Customer> =>
-  unique(`A customer named "${name}"`, () => customerInsert(ctx.db, name, ctx.clock()));
+  created(ctx, unique(`A customer named "${name}"`, () => customerInsert(ctx.db, name, ctx.clock())));
 
 export const listCustomers = (ctx: Context) => entityList(ctx.db, TABLES.customers, null);
 
@@ -65,17 +76,17 @@ export async function getUser(ctx: Context, customer: Customer, ref: string): Pr
 }
 
 export const createDomain = (ctx: Context, customer: Customer, domain: string) =>
-  unique(`The domain "${domain}"`, () => domainInsert(ctx.db, customer.id, domain, ctx.clock()));
+  created(ctx, unique(`The domain "${domain}"`, () => domainInsert(ctx.db, customer.id, domain, ctx.clock())));
 
 export const listDomains = (ctx: Context, customer: Customer) => entityList(ctx.db, TABLES.domains, customer.id);
 
 export const createApplication = (ctx: Context, domain: Domain, input: ApplicationInput) =>
-  unique(`An application named "${input.name}" in this domain`, () => applicationInsert(ctx.db, domain, input, ctx.clock()));
+  created(ctx, unique(`An application named "${input.name}" in this domain`, () => applicationInsert(ctx.db, domain, input, ctx.clock())));
 
 export const listApplications = (ctx: Context, domain: Domain) => entityList(ctx.db, TABLES.applications, domain.id);
 
 export const createSubscriber = (ctx: Context, domain: Domain, msisdn: string) =>
-  unique(`A subscriber ${msisdn} in this domain`, () => subscriberInsert(ctx.db, domain, msisdn, ctx.clock()));
+  created(ctx, unique(`A subscriber ${msisdn} in this domain`, () => subscriberInsert(ctx.db, domain, msisdn, ctx.clock())));
 
 export const listSubscribers = (ctx: Context, domain: Domain) => entityList(ctx.db, TABLES.subscribers, domain.id);
 
@@ -114,7 +125,8 @@ export async function deleteEntity(ctx: Context, table: EntityTableName, id: num
     await entityDelete(tx, t, id, by, now);
   });
   // Many keys may have gone: drop every cached verification here; other processes hear the
-  // per-key notifications. Paths that name the entity refuse at once here, within a second elsewhere.
+  // per-key notifications. Paths that name the entity refuse at once here; other processes hear the
+  // directory's notification (services/cache-invalidation.ts).
   ctx.keyCache.clear();
   ctx.pathScopes.clear();
 }

@@ -4,6 +4,9 @@ export type Row = Record<string, unknown>;
 
 export type ListenState = "lost" | "restored";
 
+/** What to do with a NOTIFY payload, by channel. */
+export type ChannelHandlers = Readonly<Record<string, (payload: string) => void>>;
+
 export interface Queryable {
   /** One parameterised statement. */
   query<R extends Row = Row>(text: string, params?: readonly unknown[]): Promise<R[]>;
@@ -16,10 +19,11 @@ export interface Database extends Queryable {
   /** Runs `work` on one connection between BEGIN and COMMIT; ROLLBACK when it throws. */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   /**
-   * Calls `onMessage` with each NOTIFY payload on `channel`. `onReset("lost")` says messages may be
-   * missed from now on (the listening connection was lost, or stopped answering); `onReset("restored")`
-   * that it listens again, and that what was sent meanwhile is gone for good.
+   * Calls each channel's handler with each NOTIFY payload on that channel, all channels on one
+   * connection (a process's connections are counted: docs/scaling.md). `onReset("lost")` says messages
+   * may be missed from now on (the listening connection was lost, or stopped answering);
+   * `onReset("restored")` that it listens again, and that what was sent meanwhile is gone for good.
    */
-  listen(channel: string, onMessage: (payload: string) => void, onReset?: (state: ListenState) => void): Promise<() => Promise<void>>;
+  listen(channels: ChannelHandlers, onReset?: (state: ListenState) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }

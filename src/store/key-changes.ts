@@ -1,4 +1,4 @@
-import type { Database, ListenState } from "./database.ts";
+import type { ChannelHandlers, Database, ListenState } from "./database.ts";
 
 // The database announces every change to a key's active, deleted_at or name on this channel, whoever
 // made it (the trigger api_keys_changed, migrations/0001_init.sql). This module owns that payload.
@@ -23,6 +23,17 @@ export function parseKeyChange(payload: string): KeyChange | undefined {
   }
 }
 
+/** The keys channel's handler: `onChange` for each announced change, `onUnreadable` for a payload it cannot read. */
+export function keyChannel(onChange: (change: KeyChange) => void, onUnreadable: () => void): ChannelHandlers {
+  return {
+    [KEYS_CHANNEL]: (payload) => {
+      const change = parseKeyChange(payload);
+      if (change) onChange(change);
+      else onUnreadable();
+    },
+  };
+}
+
 /**
  * Calls `onChange` for each announced change, `onUnreadable` for a payload it cannot read (by default:
  * as if every announcement had been missed), and `onReset` when announcements may be missed ("lost")
@@ -34,13 +45,5 @@ export function listenForKeyChanges(
   onReset: (state: ListenState) => void,
   onUnreadable: () => void = () => onReset("restored"),
 ): Promise<() => Promise<void>> {
-  return db.listen(
-    KEYS_CHANNEL,
-    (payload) => {
-      const change = parseKeyChange(payload);
-      if (change) onChange(change);
-      else onUnreadable();
-    },
-    onReset,
-  );
+  return db.listen(keyChannel(onChange, onUnreadable), onReset);
 }

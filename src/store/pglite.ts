@@ -24,10 +24,10 @@ export async function openPglite(dataDir: string | undefined, log: Logger): Prom
     kind: "pglite",
     ...on(db),
     transaction: (work) => translated(() => db.transaction((tx) => work(on(tx)))),
-    async listen(channel, onMessage) {
-      const unlisten = await db.listen(channel, onMessage);
+    async listen(channels) {
+      const unlistens = await Promise.all(Object.entries(channels).map(([channel, onMessage]) => db.listen(channel, onMessage)));
       return async () => {
-        if (!db.closed) await unlisten();
+        if (!db.closed) await Promise.all(unlistens.map((unlisten) => unlisten()));
       };
     },
     async close() {

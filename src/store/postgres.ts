@@ -1,7 +1,7 @@
 import pg from "pg";
 import type { Logger } from "pino";
 import { errorFields, StoreUnavailable } from "../domain/errors.ts";
-import type { Database, ListenState, Queryable, Row } from "./database.ts";
+import type { ChannelHandlers, Database, ListenState, Queryable, Row } from "./database.ts";
 import { translated, translateError } from "./errors.ts";
 import { logged } from "./sql-log.ts";
 import { typeParsers } from "./timestamp.ts";
@@ -100,7 +100,7 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
       let late = false;
       return inTime(() => translated(() => inTransaction(pool, on, work, () => late)), () => (late = true));
     },
-    listen: (channel, onMessage, onReset) => listenWithReconnect({ connectionString, channel, onMessage, onReset, log, timeoutMs, checkMs: listenCheckMs }),
+    listen: (channels, onReset) => listenWithReconnect({ connectionString, channels, onReset, log, timeoutMs, checkMs: listenCheckMs }),
     async close() {
       await pool.end();
     },
@@ -138,8 +138,7 @@ async function inTransaction<T>(pool: pg.Pool, on: (client: pg.PoolClient) => Qu
 
 interface ListenOptions {
   connectionString: string;
-  channel: string;
-  onMessage: (payload: string) => void;
+  channels: ChannelHandlers;
   onReset?: (state: ListenState) => void;
   log: Logger;
   timeoutMs: number;
@@ -147,13 +146,15 @@ interface ListenOptions {
 }
 
 /**
- * LISTEN on a dedicated connection, checked every `checkMs` with a statement bounded by `timeoutMs`:
- * a connection that errors, or stops answering without closing (a partition), is lost. Reported at
- * once, then tried again every `checkMs` until the database answers: as soon as it is back, listening
- * is too (notifications sent meanwhile are gone for good, which the "restored" report says).
+ * LISTEN to every channel on one dedicated connection, checked every `checkMs` with a statement
+ * bounded by `timeoutMs`: a connection that errors, or stops answering without closing (a partition),
+ * is lost. Reported at once, then tried again every `checkMs` until the database answers: as soon as
+ * it is back, listening is too (notifications sent meanwhile are gone for good, which the "restored"
+ * report says).
  */
 async function listenWithReconnect(options: ListenOptions): Promise<() => Promise<void>> {
-  const { connectionString, channel, onMessage, onReset, log, timeoutMs, checkMs } = options;
+  const { connectionString, channels, onReset, log, timeoutMs, checkMs } = options;
+  const names = Object.keys(channels);
   let client: pg.Client | undefined;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -161,14 +162,14 @@ async function listenWithReconnect(options: ListenOptions): Promise<() => Promis
   const connect = async (): Promise<pg.Client> => {
     const next = new pg.Client({ connectionString, application_name: "keyplane-listen", connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
     next.on("notification", (message) => {
-      if (message.channel === channel) onMessage(message.payload ?? "");
+      if (Object.hasOwn(channels, message.channel)) channels[message.channel]!(message.payload ?? "");
     });
     next.on("error", (error) => {
       if (client === next) lose(error);
     });
     try {
       await next.connect();
-      await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      for (const channel of names) await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
       return next;
     } catch (error) {
       next.end().catch(() => undefined);
@@ -181,7 +182,7 @@ async function listenWithReconnect(options: ListenOptions): Promise<() => Promis
     client = undefined;
     lost?.end().catch(() => undefined);
     if (stopped) return;
-    log.warn({ err: errorFields(error), channel }, "notification connection lost");
+    log.warn({ err: errorFields(error), channels: names }, "notification connection lost");
     onReset?.("lost");
   };
 
@@ -193,7 +194,7 @@ async function listenWithReconnect(options: ListenOptions): Promise<() => Promis
     } else {
       try {
         client = await connect();
-        log.info({ channel }, "notification connection restored");
+        log.info({ channels: names }, "notification connection restored");
         onReset?.("restored");
       } catch {
         // Still unreachable: the next tick tries again.

@@ -8,7 +8,7 @@ import type { Context } from "../../src/services/context.ts";
 import { KeyCache } from "../../src/services/key-cache.ts";
 import { Throttle } from "../../src/services/throttle.ts";
 import type { Queryable } from "../../src/store/database.ts";
-import { backends, openTestDatabase } from "../support/databases.ts";
+import { backends } from "../support/databases.ts";
 import { captureLogger, startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";
 
@@ -203,34 +203,6 @@ describe.each(backends())("/auth on %s", (backend) => {
       ),
       { numRuns: 150 },
     );
-  });
-});
-
-describe.each(backends())("names on platform paths on %s", (backend) => {
-  it("are looked up once a second, not per request, and a directory change made elsewhere shows after that second", async () => {
-    const database = await openTestDatabase(backend, captureLogger([]));
-    let statements = 0;
-    const query = database.db.query.bind(database.db);
-    database.db.query = ((text: string, params?: readonly unknown[]) => (statements++, query(text, params))) as typeof query;
-    let ms = 1_000_000; // not 0: the cache takes an entry set at 0 for one without a time
-    const svc = await startService(backend, { database, pathScopes: { now: () => ms } });
-    try {
-      const acme = await createTenant(svc, "acme");
-      const ask = () => supertest(svc.app).get("/auth").set("Authorization", `Bearer ${acme.keys.customer}`).set("X-Original-URI", "/domains/media.acme.example/calls");
-      expect((await ask()).status).toBe(200);
-      const before = statements;
-      const answers = await Promise.all(Array.from({ length: 20 }, ask));
-      expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200));
-      expect(statements).toBe(before);
-      // Deleted by another process (as its statement would): this one learns of it when the second is out.
-      await database.db.query("UPDATE domains SET deleted_at = now() WHERE domain = 'media.acme.example'");
-      expect((await ask()).status).toBe(200); // within the second
-      ms += 1_001;
-      const after = await ask();
-      expect(after.headers["www-authenticate"], `${after.status} ${after.text}`).toBe('Bearer realm="keyplane", error="insufficient_scope"');
-    } finally {
-      await svc.stop();
-    }
   });
 });
 

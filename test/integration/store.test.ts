@@ -14,6 +14,7 @@ import {
 import { ADMIN } from "../../src/domain/key-event.ts";
 import { loadMigrations, migrate, migrationsApplied } from "../../src/store/migrate.ts";
 import { KEYS_CHANNEL, parseKeyChange } from "../../src/store/key-changes.ts";
+import { DIRECTORY_CHANNEL } from "../../src/store/directory-changes.ts";
 import type { Scope } from "../../src/domain/scope.ts";
 import { backends, openTestDatabase, type TestDatabase } from "../support/databases.ts";
 import { captureLogger } from "../support/service.ts";
@@ -122,6 +123,43 @@ describe.each(backends())("store on %s", (backend) => {
       expect(await entityFind(db, TABLES.users, { kind: "id", id: u.id }, null)).toBeUndefined();
       expect(await keyFindById(db, id, now)).toBeUndefined();
       expect(await keyFindByHash(db, k.hash)).toBeUndefined();
+    });
+
+    it("announce every insert, change and deletion of a customer, domain, application or subscriber on the directory channel", async () => {
+      const heard: [string, string][] = [];
+      const stop = await db.listen({
+        [DIRECTORY_CHANNEL]: (payload) => heard.push([DIRECTORY_CHANNEL, payload]),
+        [KEYS_CHANNEL]: (payload) => heard.push([KEYS_CHANNEL, payload]),
+      });
+      const directory = () => heard.filter(([channel]) => channel === DIRECTORY_CHANNEL).map(([, payload]) => payload);
+      try {
+        const c = await customerInsert(db, "announced", now);
+        await expect.poll(directory).toEqual(["customers"]);
+        const d = await domainInsert(db, c.id, "announced.example", now);
+        await applicationInsert(db, d, { name: "ivr", url: null, method: "POST" }, now);
+        await subscriberInsert(db, d, "12125550142", now);
+        await expect.poll(directory).toEqual(["customers", "domains", "applications", "subscribers"]);
+        // The keys' announcements come on the same connection, each to its own channel's handler.
+        const k = keyAt({ tenantId: c.id, domainId: d.id, applicationId: null, subscriberId: null }, "announced");
+        const id = (await keyInsertUnlessExists(db, k, now))!.id;
+        await keyUpdate(db, id, { name: "announced", active: false, activeAt: now, expiresAt: null }, ADMIN, { active: [true, false] }, later);
+        await expect.poll(() => heard.filter(([channel]) => channel === KEYS_CHANNEL).map(([, p]) => parseKeyChange(p)?.id)).toEqual([id]);
+        expect(directory()).toHaveLength(4);
+        // Renamed behind the service's back: heard all the same.
+        await db.query("UPDATE domains SET domain = 'renamed.example' WHERE id = $1", [d.id]);
+        await expect.poll(directory).toHaveLength(5);
+        // One statement that deletes a customer and everything below it: one announcement per table.
+        heard.length = 0;
+        await entityDelete(db, TABLES.customers, c.id, ADMIN, later);
+        await expect.poll(() => directory().sort()).toEqual(["applications", "customers", "domains", "subscribers"]);
+        // A user is on no platform path: not announced.
+        heard.length = 0;
+        await userInsert(db, other.tenantId, null, "announced@globex.example", now);
+        await customerInsert(db, "announced-after", now);
+        await expect.poll(directory).toEqual(["customers"]);
+      } finally {
+        await stop();
+      }
     });
   });
 
@@ -265,7 +303,7 @@ describe.each(backends())("store on %s", (backend) => {
 
     it("announce a change to a key on the keys channel", async () => {
       const heard: string[] = [];
-      const stop = await db.listen(KEYS_CHANNEL, (payload) => heard.push(payload));
+      const stop = await db.listen({ [KEYS_CHANNEL]: (payload) => heard.push(payload) });
       try {
         const k = keyAt(tenant, "announced");
         const id = (await keyInsertUnlessExists(db, k, now))!.id;

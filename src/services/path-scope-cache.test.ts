@@ -1,0 +1,140 @@
+import { describe, expect, it } from "vitest";
+import type { PathScopes } from "../domain/access.ts";
+import { StoreUnavailable } from "../domain/errors.ts";
+import { customerScope, domainScope, type Scope, type ScopeRefs } from "../domain/scope.ts";
+import type { Context } from "./context.ts";
+import { PathScopeCache } from "./path-scope-cache.ts";
+
+// The cache's own rules, over a fake directory whose answers the test controls: what it names now,
+// how many look-ups reached it, and look-ups held until the test lets them answer.
+function fakeDirectory() {
+  const names = new Map<string, Scope>([["acme", customerScope(1)]]);
+  const held: (() => void)[] = [];
+  const directory = {
+    lookups: 0,
+    names,
+    holding: false,
+    down: false,
+    /** Lets every held look-up answer (with what the directory named when it started). */
+    release() {
+      for (const answer of held.splice(0)) answer();
+    },
+    async resolve(_ctx: Context, refs: ScopeRefs): Promise<PathScopes | undefined> {
+      directory.lookups++;
+      if (directory.down) throw new StoreUnavailable("ECONNREFUSED");
+      const scope = names.get(refs.customer ?? "");
+      if (directory.holding) await new Promise<void>((resolve) => held.push(resolve));
+      return scope && { gate: scope, target: scope };
+    },
+  };
+  return directory;
+}
+
+const ctx = {} as Context;
+const caller = customerScope(1);
+const acme = { gate: customerScope(1), target: customerScope(1) };
+
+describe("PathScopeCache", () => {
+  it("keeps an answer, found or not, until the directory changes", async () => {
+    const directory = fakeDirectory();
+    const cache = new PathScopeCache({ resolve: directory.resolve });
+    for (let i = 0; i < 100; i++) {
+      expect(await cache.resolve(ctx, { customer: "acme" }, caller)).toEqual(acme);
+      expect(await cache.resolve(ctx, { customer: "initech" }, caller)).toBeUndefined();
+    }
+    expect(directory.lookups).toBe(2);
+  });
+
+  it("asks again after a clear: a deleted name is refused, a created one found", async () => {
+    const directory = fakeDirectory();
+    const cache = new PathScopeCache({ resolve: directory.resolve });
+    await cache.resolve(ctx, { customer: "acme" }, caller);
+    await cache.resolve(ctx, { customer: "initech" }, caller);
+    directory.names.delete("acme");
+    directory.names.set("initech", customerScope(2));
+    cache.clear();
+    expect(await cache.resolve(ctx, { customer: "acme" }, caller)).toBeUndefined();
+    expect(await cache.resolve(ctx, { customer: "initech" }, caller)).toEqual({ gate: customerScope(2), target: customerScope(2) });
+    expect(directory.lookups).toBe(4);
+  });
+
+  it("keys answers by the caller too: `self` and names below a domain depend on it", async () => {
+    const directory = fakeDirectory();
+    const cache = new PathScopeCache({ resolve: directory.resolve });
+    await cache.resolve(ctx, { customer: "acme" }, caller);
+    await cache.resolve(ctx, { customer: "acme" }, domainScope(1, 7));
+    expect(directory.lookups).toBe(2);
+  });
+
+  it("shares one look-up among concurrent ones of the same path", async () => {
+    const directory = fakeDirectory();
+    directory.holding = true;
+    const cache = new PathScopeCache({ resolve: directory.resolve });
+    const answers = Array.from({ length: 20 }, () => cache.resolve(ctx, { customer: "acme" }, caller));
+    directory.release();
+    expect(await Promise.all(answers)).toEqual(Array(20).fill(acme));
+    expect(directory.lookups).toBe(1);
+  });
+
+  it("does not keep what a look-up under way at a clear finds: it may be from before the change", async () => {
+    const directory = fakeDirectory();
+    directory.holding = true;
+    const cache = new PathScopeCache({ resolve: directory.resolve });
+    const before = cache.resolve(ctx, { customer: "acme" }, caller);
+    directory.names.delete("acme");
+    cache.clear();
+    directory.release();
+    expect(await before).toEqual(acme); // asked before the change: its caller gets what it found
+    directory.holding = false;
+    expect(await cache.resolve(ctx, { customer: "acme" }, caller)).toBeUndefined();
+    expect(directory.lookups).toBe(2);
+  });
+
+  it("does not keep a failed look-up", async () => {
+    const directory = fakeDirectory();
+    directory.down = true;
+    const cache = new PathScopeCache({ resolve: directory.resolve });
+    await expect(cache.resolve(ctx, { customer: "acme" }, caller)).rejects.toThrow(StoreUnavailable);
+    directory.down = false;
+    expect(await cache.resolve(ctx, { customer: "acme" }, caller)).toEqual(acme);
+    expect(await cache.resolve(ctx, { customer: "acme" }, caller)).toEqual(acme);
+    expect(directory.lookups).toBe(2);
+  });
+
+  it("while announcements may be missed, keeps nothing and asks the directory every time; once heard again, keeps answers anew", async () => {
+    const directory = fakeDirectory();
+    const cache = new PathScopeCache({ resolve: directory.resolve });
+    await cache.resolve(ctx, { customer: "acme" }, caller);
+    cache.listening("lost");
+    directory.names.delete("acme"); // a change this process may not hear of
+    for (let i = 0; i < 5; i++) expect(await cache.resolve(ctx, { customer: "acme" }, caller)).toBeUndefined();
+    expect(directory.lookups).toBe(6);
+    directory.names.set("acme", customerScope(1));
+    cache.listening("restored");
+    for (let i = 0; i < 5; i++) expect(await cache.resolve(ctx, { customer: "acme" }, caller)).toEqual(acme);
+    expect(directory.lookups).toBe(7);
+  });
+
+  it("does not keep what a look-up under way when the connection was lost finds", async () => {
+    const directory = fakeDirectory();
+    directory.holding = true;
+    const cache = new PathScopeCache({ resolve: directory.resolve });
+    const before = cache.resolve(ctx, { customer: "acme" }, caller);
+    cache.listening("lost");
+    directory.names.delete("acme");
+    cache.listening("restored");
+    directory.release();
+    await before;
+    directory.holding = false;
+    expect(await cache.resolve(ctx, { customer: "acme" }, caller)).toBeUndefined();
+  });
+
+  it("holds at most maxEntries answers, dropping the least recently used", async () => {
+    const directory = fakeDirectory();
+    const cache = new PathScopeCache({ maxEntries: 2, resolve: directory.resolve });
+    for (const customer of ["a", "b", "c", "b", "c"]) await cache.resolve(ctx, { customer }, caller);
+    expect(directory.lookups).toBe(3);
+    await cache.resolve(ctx, { customer: "a" }, caller);
+    expect(directory.lookups).toBe(4);
+  });
+});
