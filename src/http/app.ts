@@ -14,7 +14,7 @@ import { verifyRoutes } from "./verify-routes.ts";
 import { authRoutes, type AuthHandler } from "./auth-routes.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
 import { openApiDocument } from "./openapi.ts";
-import { logWhenAnswered, requestId } from "./request-log.ts";
+import { logWhenAnswered, REQUEST_ID, requestId } from "./request-log.ts";
 import { mount, type Route } from "./route.ts";
 
 export interface AppOptions {
@@ -35,7 +35,8 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
   app.set("query parser", "simple");
 
   app.use((req, res, next) => {
-    req.id = requestId(req, res);
+    req.id = requestId(req);
+    res.setHeader(REQUEST_ID, req.id);
     logWhenAnswered(ctx, req, res, req.id);
     next();
   });

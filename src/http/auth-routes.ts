@@ -6,7 +6,7 @@ import type { Context } from "../services/context.ts";
 import { verifyRequest } from "../services/verify.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
 import { answerError, sendError } from "./errors.ts";
-import { logWhenAnswered, requestId, type Answering } from "./request-log.ts";
+import { echoRequestId, logWhenAnswered, REQUEST_ID, requestId, type Answering } from "./request-log.ts";
 import { route, type Route } from "./route.ts";
 
 // /auth: forward authentication for gateways (docs/gateways.md). Any method on /auth and /auth/...;
@@ -67,9 +67,10 @@ function refuse(res: ServerResponse, error: "invalid_token" | "insufficient_scop
 export class AuthHandler {
   readonly #ctx: Context;
   readonly #trusted: TrustedProxies;
-  // Each cached key's headers, worked out once: the verification cache hands out the same object
-  // until the key changes, and a changed key is a new object.
-  readonly #identities = new WeakMap<StoredKey, Record<string, string>>();
+  // Each cached key's headers, worked out once, as writeHead takes them (names and values in one
+  // list): the verification cache hands out the same object until the key changes, and a changed key
+  // is a new object.
+  readonly #identities = new WeakMap<StoredKey, string[]>();
 
   constructor(ctx: Context, trusted: TrustedProxies) {
     this.#ctx = ctx;
@@ -77,17 +78,17 @@ export class AuthHandler {
   }
 
   /** Answers /auth: 200 with the identity headers, 401, 429 or 503; the request log learns the key. */
-  async answer(req: IncomingMessage, res: ServerResponse, answering?: Answering): Promise<void> {
+  async answer(req: IncomingMessage, res: ServerResponse, reqId: string, answering?: Answering): Promise<void> {
     const token = bearerToken(req.headers.authorization);
-    if (token === undefined) return refuse(res, undefined, "An Authorization: Bearer <API key> header is required.");
+    if (token === undefined) return refuse(echoRequestId(res, reqId), undefined, "An Authorization: Bearer <API key> header is required.");
     const { method, path } = originalRequest(req);
     const verdict = await verifyRequest(this.#ctx, { endpoint: "auth", client: clientAddress(req, this.#trusted), token, method, path });
     if (answering && "key" in verdict) answering.key = verdict.key.id;
-    if (verdict.code === "FORBIDDEN") return refuse(res, "insufficient_scope", "This key may not reach this path with this method.");
-    if (verdict.code !== "VALID") return refuse(res, "invalid_token", "The key is malformed, unknown, disabled or expired.");
+    if (verdict.code === "FORBIDDEN") return refuse(echoRequestId(res, reqId), "insufficient_scope", "This key may not reach this path with this method.");
+    if (verdict.code !== "VALID") return refuse(echoRequestId(res, reqId), "invalid_token", "The key is malformed, unknown, disabled or expired.");
     let headers = this.#identities.get(verdict.key);
-    if (!headers) this.#identities.set(verdict.key, (headers = { ...identityHeaders(verdict.key), "Content-Length": "0" }));
-    res.writeHead(200, headers);
+    if (!headers) this.#identities.set(verdict.key, (headers = Object.entries({ ...identityHeaders(verdict.key), "Content-Length": "0" }).flat()));
+    res.writeHead(200, [...headers, REQUEST_ID, reqId]);
     res.end();
   }
 
@@ -95,10 +96,10 @@ export class AuthHandler {
   inFrontOf(next: RequestListener): RequestListener {
     return (req, res) => {
       if (!AUTH.test(req.url ?? "")) return next(req, res);
-      const reqId = requestId(req, res);
+      const reqId = requestId(req);
       const answering: Answering = { route: "/auth" };
       logWhenAnswered(this.#ctx, req, res, reqId, answering);
-      this.answer(req, res, answering).catch((error: unknown) => answerError(res, error, this.#ctx.log, reqId));
+      this.answer(req, res, reqId, answering).catch((error: unknown) => answerError(echoRequestId(res, reqId), error, this.#ctx.log, reqId));
     };
   }
 }
@@ -124,7 +125,7 @@ export function authRoutes(handler: AuthHandler): Route[] {
           'error="invalid_token" or error="insufficient_scope" in WWW-Authenticate.',
         headers: [...IDENTITY],
       },
-      handle: (req, res) => handler.answer(req, res),
+      handle: (req, res) => handler.answer(req, res, req.id),
     });
   return [
     described("get", "/auth", "authorizeRequest"),

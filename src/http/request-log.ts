@@ -4,12 +4,23 @@ import type { Request } from "express";
 import type { Context } from "../services/context.ts";
 import "./request.ts";
 
-/** The request's id: its X-Request-Id when sane, else a new one; echoed in the answer. */
-export function requestId(req: IncomingMessage, res: ServerResponse): string {
+/** The header that carries a request's id, and that every answer echoes. */
+export const REQUEST_ID = "X-Request-Id";
+
+/**
+ * The request's id: its X-Request-Id when sane, else a new one. The answer must echo it: express's
+ * through setHeader; the fast paths pass it to writeHead with their other headers (a header set before
+ * writeHead makes Node merge the two, header by header), and echo it thus on an error.
+ */
+export function requestId(req: IncomingMessage): string {
   const given = req.headers["x-request-id"];
-  const id = typeof given === "string" && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
-  res.setHeader("X-Request-Id", id);
-  return id;
+  return typeof given === "string" && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+}
+
+/** Echoes the request id on an answer that writeHead does not write with it: an error. */
+export function echoRequestId(res: ServerResponse, reqId: string): ServerResponse {
+  if (!res.headersSent) res.setHeader(REQUEST_ID, reqId);
+  return res;
 }
 
 /** What a handler outside express tells the request log: its route, and the calling key once known. */

@@ -6,7 +6,7 @@ import { hasBody } from "./body.ts";
 import { answerError, sendError } from "./errors.ts";
 import { callerKeyJson } from "./present.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
-import { logWhenAnswered, requestId, type Answering } from "./request-log.ts";
+import { echoRequestId, logWhenAnswered, REQUEST_ID, requestId, type Answering } from "./request-log.ts";
 
 // GET /keys/self is how clients check a key, and checking keys is what keyplane does most: it is
 // answered here, before express, from the verification cache (see docs/adr/0004). Everything else,
@@ -21,21 +21,21 @@ export function withSelfFastPath(ctx: Context, trusted: TrustedProxies, next: Re
   const bodies = new WeakMap<StoredKey, Body>();
   return (req, res) => {
     if (req.method !== "GET" || !SELF.test(req.url ?? "") || hasBody(req)) return next(req, res);
-    const reqId = requestId(req, res);
+    const reqId = requestId(req);
     const answering: Answering = { route: "/keys/self" };
     logWhenAnswered(ctx, req, res, reqId, answering);
     verify(ctx, req.headers.authorization, clientAddress(req, trusted)).then(
       (principal) => {
-        if ("refused" in principal) return sendError(res, "unauthorized", principal.refused);
+        if ("refused" in principal) return sendError(echoRequestId(res, reqId), "unauthorized", principal.refused);
         answering.key = principal.key.id;
         let body = bodies.get(principal.key);
         if (!body) {
           const text = JSON.stringify(callerKeyJson(principal));
           bodies.set(principal.key, (body = { text, length: Buffer.byteLength(text) }));
         }
-        sendJson(res, body);
+        sendJson(res, body, reqId);
       },
-      (error: unknown) => answerError(res, error, ctx.log, reqId),
+      (error: unknown) => answerError(echoRequestId(res, reqId), error, ctx.log, reqId),
     );
   };
 }
@@ -46,7 +46,7 @@ interface Body {
   length: number;
 }
 
-function sendJson(res: ServerResponse, body: Body): void {
-  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": body.length });
+function sendJson(res: ServerResponse, body: Body, reqId: string): void {
+  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": body.length, [REQUEST_ID]: reqId });
   res.end(body.text);
 }

@@ -6,7 +6,7 @@ import { BODY_LIMIT, isJson } from "./body.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
 import { answerError, sendError } from "./errors.ts";
 import { verifiedKeyJson } from "./present.ts";
-import { logWhenAnswered, requestId, type Answering } from "./request-log.ts";
+import { echoRequestId, logWhenAnswered, REQUEST_ID, requestId, type Answering } from "./request-log.ts";
 import { parse, route, type Route } from "./route.ts";
 import { verdictObject, verifyBody } from "./schemas.ts";
 
@@ -66,7 +66,7 @@ export function withVerifyFastPath(ctx: Context, trusted: TrustedProxies, next: 
     const plain = req.method === "POST" && VERIFY.test(req.url ?? "") && isJson(req) && PLAIN_JSON.test(h["content-type"] ?? "") &&
       length > 0 && length <= BODY_LIMIT && h["transfer-encoding"] === undefined && h["content-encoding"] === undefined && h.expect === undefined;
     if (!plain) return next(req, res);
-    const reqId = requestId(req, res);
+    const reqId = requestId(req);
     const answering: Answering = { route: "/verify" };
     logWhenAnswered(ctx, req, res, reqId, answering);
     const chunks: Buffer[] = [];
@@ -76,16 +76,16 @@ export function withVerifyFastPath(ctx: Context, trusted: TrustedProxies, next: 
       try {
         input = JSON.parse(Buffer.concat(chunks).toString("utf8"));
       } catch {
-        return sendError(res, "bad_request", "The request body is not valid JSON.");
+        return sendError(echoRequestId(res, reqId), "bad_request", "The request body is not valid JSON.");
       }
       Promise.resolve()
         .then(() => verdict(ctx, clientAddress(req, trusted), parse(verifyBody, input, "request body")))
-        .then((text) => sendJson(res, text), (error: unknown) => answerError(res, error, ctx.log, reqId));
+        .then((text) => sendJson(res, text, reqId), (error: unknown) => answerError(echoRequestId(res, reqId), error, ctx.log, reqId));
     });
   };
 }
 
-function sendJson(res: ServerResponse, text: string): void {
-  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(text) });
+function sendJson(res: ServerResponse, text: string, reqId: string): void {
+  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(text), [REQUEST_ID]: reqId });
   res.end(text);
 }

@@ -81,6 +81,21 @@ describe.each(backends())("/auth on %s", (backend) => {
     expect(svc.logs.join("\n")).not.toContain(acme.keys.domain);
   });
 
+  it("echoes the request id on the answers made before express (/auth, POST /verify, GET /keys/self), 200 and 401 alike", async () => {
+    const token = acme.keys.customer;
+    const answers = await Promise.all([
+      nginx(token, "GET", "/customers/acme/invoices").set("X-Request-Id", "gw-1"),
+      nginx("XI00000000000000000000000000000000", "GET", "/").set("X-Request-Id", "gw-2"),
+      supertest(svc.app).post("/verify").set("X-Request-Id", "gw-3").send({ key: token, path: "/customers/acme" }),
+      supertest(svc.app).post("/verify").set("X-Request-Id", "gw-4").set("Content-Type", "application/json").send("{not json"),
+      svc.as(token).get("/keys/self").set("X-Request-Id", "gw-5"),
+      svc.as("XI00000000000000000000000000000000").get("/keys/self").set("X-Request-Id", "gw-6"),
+    ]);
+    expect(answers.map((res) => `${res.status} ${res.headers["x-request-id"]}`)).toEqual(["200 gw-1", "401 gw-2", "200 gw-3", "400 gw-4", "200 gw-5", "401 gw-6"]);
+    const made = await nginx(token, "GET", "/customers/acme/invoices");
+    expect(made.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
   it("names the application, subscriber and user of keys that have them", async () => {
     const app = await nginx(acme.keys.application, "GET", "/applications/self/calls");
     expect(app.headers).toMatchObject({ "x-keyplane-key-type": "application", "x-keyplane-level": "application", "x-keyplane-application-id": String(acme.application.id) });

@@ -54,8 +54,19 @@ export class Conformance {
         if (typeof chunk !== "function") keep(chunk);
         return end(chunk, ...rest);
       };
+      // Headers given to writeHead alone (as the fast paths give them) are sent without being kept
+      // where getHeader looks: they are read from its arguments.
+      const given = new Map<string, unknown>();
+      const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
+      (res as { writeHead: unknown }).writeHead = (...args: unknown[]) => {
+        const headers = args.find((a) => typeof a === "object" && a !== null);
+        const pairs = Array.isArray(headers) ? headers.flatMap((_, i) => (i % 2 === 0 ? [[headers[i], headers[i + 1]]] : [])) : Object.entries(headers ?? {});
+        for (const [name, value] of pairs) given.set(String(name).toLowerCase(), value);
+        return writeHead(...args);
+      };
+      const sent = { get statusCode() { return res.statusCode; }, getHeader: (name: string) => res.getHeader(name) ?? given.get(name.toLowerCase()) };
       res.once("finish", () => {
-        const problem = this.check(req, res, Buffer.concat(chunks).toString("utf8"));
+        const problem = this.check(req, sent, Buffer.concat(chunks).toString("utf8"));
         if (problem) violations.push(`${req.method} ${req.url} -> ${res.statusCode}: ${problem}`);
       });
       listener(req, res);
@@ -63,7 +74,7 @@ export class Conformance {
   }
 
   /** Why an answer does not conform to the document; undefined when it does. */
-  check(req: Pick<IncomingMessage, "method" | "url">, res: Pick<ServerResponse, "statusCode" | "getHeader">, body: string): string | undefined {
+  check(req: Pick<IncomingMessage, "method" | "url">, res: { statusCode: number; getHeader(name: string): unknown }, body: string): string | undefined {
     const status = res.statusCode;
     if (!res.getHeader("x-request-id")) return "no X-Request-Id";
     const path = (req.url ?? "/").split("?")[0]!;
