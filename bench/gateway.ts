@@ -38,14 +38,18 @@ export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase
   const auth: autocannon.Request[] = [{ method: "GET", path: "/auth", headers: { authorization: `Bearer ${fixture.token}`, "x-original-method": "GET", "x-original-uri": path } }];
   const verify: autocannon.Request[] = [{ method: "POST", path: "/verify", headers: { "content-type": "application/json" }, body: JSON.stringify({ key: fixture.token, path }) }];
   const run = (url: string, requests: autocannon.Request[], duration = t.seconds) => load({ url, connections: t.connections, duration, requests });
+  // Each endpoint against a bare server given the same requests: for /auth one answering "{}", for
+  // /verify one answering the very bytes of keyplane's verdict (as GET /keys/self's baseline does).
+  const verdictBody = await (await fetch(`${a.url}/verify`, { method: "POST", headers: verify[0]!.headers, body: verify[0]!.body as string })).text();
   const bare = await startBare("{}");
+  const bareVerify = await startBare(verdictBody);
   const details: Record<string, string> = {};
   try {
     t.say(`gateway: warm-up ${t.warmupSeconds} s each on bare node:http, /auth and /verify`);
     await run(bare.url, auth, t.warmupSeconds);
+    await run(bareVerify.url, verify, t.warmupSeconds);
     await run(a.url, auth, t.warmupSeconds);
     await run(a.url, verify, t.warmupSeconds);
-    const bareBefore = await t.metered("gateway: bare node:http", [bare], () => run(bare.url, auth));
     const measured = async (name: string, requests: autocannon.Request[]) => {
       const from = await db.transactions();
       const result = await t.metered(name, [a], () => run(a.url, requests));
@@ -53,26 +57,30 @@ export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase
       t.expectAnswers(name, result, ["200"]);
       return { result, queriesPerRequest: Math.max(0, transactions) / result.requests };
     };
-    t.say(`gateway: GET /auth, ${t.connections} connections, ${t.seconds} s`);
-    const authRun = await measured("GET /auth", auth);
-    t.say(`gateway: POST /verify, ${t.connections} connections, ${t.seconds} s`);
-    const verifyRun = await measured("POST /verify", verify);
-    const bareAfter = await t.metered("gateway: bare node:http, again", [bare], () => run(bare.url, auth));
-    t.expectAnswers("gateway: bare", bareBefore, ["200"]);
-    t.expectAnswers("gateway: bare", bareAfter, ["200"]);
-    const bareRps = (bareBefore.requestsPerSecond + bareAfter.requestsPerSecond) / 2;
-    details.authVsBare = `${Math.round(authRun.result.requestsPerSecond)} vs ${Math.round(bareRps)} req/s`;
-    details.verifyVsBare = `${Math.round(verifyRun.result.requestsPerSecond)} vs ${Math.round(bareRps)} req/s`;
+    /** The endpoint's run between two runs of its baseline: its throughput and the baseline's mean. */
+    const againstBare = async (name: string, baseline: Server, requests: autocannon.Request[]) => {
+      const before = await t.metered(`${name}: bare node:http`, [baseline], () => run(baseline.url, requests));
+      t.say(`gateway: ${name}, ${t.connections} connections, ${t.seconds} s`);
+      const endpoint = await measured(name, requests);
+      const after = await t.metered(`${name}: bare node:http, again`, [baseline], () => run(baseline.url, requests));
+      for (const result of [before, after]) t.expectAnswers(`${name}: bare`, result, ["200"]);
+      const bareRps = (before.requestsPerSecond + after.requestsPerSecond) / 2;
+      return { ...endpoint, bareRps, detail: `${Math.round(endpoint.result.requestsPerSecond)} vs ${Math.round(bareRps)} req/s` };
+    };
+    const authRun = await againstBare("GET /auth", bare, auth);
+    const verifyRun = await againstBare("POST /verify", bareVerify, verify);
+    details.authVsBare = authRun.detail;
+    details.verifyVsBare = `${verifyRun.detail} (the bare server answering the same ${Buffer.byteLength(verdictBody)} bytes)`;
     details.authQueriesPerRequest = "PostgreSQL transactions counted over the run (pg_stat_database, read at once: approximate)";
 
     const nginx = await nginxRatio(t, a, bare, path, fixture.token, details);
     return {
       figures: {
-        authVsBare: round(authRun.result.requestsPerSecond / bareRps),
+        authVsBare: round(authRun.result.requestsPerSecond / authRun.bareRps),
         authP50Ms: round(authRun.result.latency.p50),
         authP99Ms: round(authRun.result.latency.p99),
         authQueriesPerRequest: round(authRun.queriesPerRequest, 4),
-        verifyVsBare: round(verifyRun.result.requestsPerSecond / bareRps),
+        verifyVsBare: round(verifyRun.result.requestsPerSecond / verifyRun.bareRps),
         verifyP50Ms: round(verifyRun.result.latency.p50),
         verifyP99Ms: round(verifyRun.result.latency.p99),
         verifyQueriesPerRequest: round(verifyRun.queriesPerRequest, 4),
@@ -81,7 +89,7 @@ export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase
       details,
     };
   } finally {
-    await bare.stop();
+    await Promise.all([bare.stop(), bareVerify.stop()]);
   }
 }
 
