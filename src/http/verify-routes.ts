@@ -2,7 +2,7 @@ import type { RequestListener, ServerResponse } from "node:http";
 import type { StoredKey } from "../domain/model.ts";
 import type { Context } from "../services/context.ts";
 import { verifyRequest, type Verdict } from "../services/verify.ts";
-import { BODY_LIMIT, isJson } from "./body.ts";
+import { BODY_LIMIT } from "./body.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
 import { answerError, sendError } from "./errors.ts";
 import { verifiedKeyJson } from "./present.ts";
@@ -20,7 +20,7 @@ export function verifyRoutes(ctx: Context, trusted: TrustedProxies): Route[] {
       summary: "May this token do this method on this platform path? A verdict, whatever the token",
       ok: { status: 200, description: "The verdict; the key (without its keyId) when it is usable", schema: verdictObject },
       handle: async (req, res, { body }) => {
-        res.type("application/json; charset=utf-8").send(await verdict(ctx, clientAddress(req, trusted), body));
+        res.type("application/json; charset=utf-8").send((await verdict(ctx, clientAddress(req, trusted), body)).text);
       },
     }),
   ];
@@ -28,26 +28,32 @@ export function verifyRoutes(ctx: Context, trusted: TrustedProxies): Route[] {
 
 type VerifyBody = ReturnType<typeof verifyBody.parse>;
 
-/** The verdict as JSON text. */
-async function verdict(ctx: Context, client: string, body: VerifyBody): Promise<string> {
-  return verdictText(await verifyRequest(ctx, { endpoint: "verify", client, token: body.key, method: body.method ?? "GET", path: body.path }));
+async function verdict(ctx: Context, client: string, body: VerifyBody): Promise<Json> {
+  return verdictJson(await verifyRequest(ctx, { endpoint: "verify", client, token: body.key, method: body.method ?? "GET", path: body.path }));
 }
 
 // A verdict's text is worked out once per key and code: platform services ask about the same keys over
 // and over, and serialising the key is most of an answer's cost. The verification cache hands out the
 // same key object until the key changes, and a changed key is a new object (as for GET /keys/self).
-const keyVerdicts = new WeakMap<StoredKey, Partial<Record<Verdict["code"], string>>>();
-const keylessVerdicts = new Map<Verdict["code"], string>();
+const keyVerdicts = new WeakMap<StoredKey, Partial<Record<Verdict["code"], Json>>>();
+const keylessVerdicts = new Map<Verdict["code"], Json>();
 
-function verdictText(v: Verdict): string {
+/** A JSON text and its length in bytes (for Content-Length). */
+interface Json {
+  text: string;
+  length: number;
+}
+
+function verdictJson(v: Verdict): Json {
   const texts = "key" in v ? keyVerdicts.get(v.key) ?? {} : undefined;
-  let text = texts ? texts[v.code] : keylessVerdicts.get(v.code);
-  if (text === undefined) {
-    text = JSON.stringify({ valid: v.code === "VALID", code: v.code, ...("key" in v && { key: verifiedKeyJson(v.key, v.level) }) });
-    if ("key" in v && texts) keyVerdicts.set(v.key, { ...texts, [v.code]: text });
-    else keylessVerdicts.set(v.code, text);
+  let json = texts ? texts[v.code] : keylessVerdicts.get(v.code);
+  if (json === undefined) {
+    const text = JSON.stringify({ valid: v.code === "VALID", code: v.code, ...("key" in v && { key: verifiedKeyJson(v.key, v.level) }) });
+    json = { text, length: Buffer.byteLength(text) };
+    if ("key" in v && texts) keyVerdicts.set(v.key, { ...texts, [v.code]: json });
+    else keylessVerdicts.set(v.code, json);
   }
-  return text;
+  return json;
 }
 
 const VERIFY = /^\/verify\/?(\?|$)/;
@@ -63,7 +69,7 @@ export function withVerifyFastPath(ctx: Context, trusted: TrustedProxies, next: 
   return (req, res) => {
     const h = req.headers;
     const length = Number(h["content-length"]);
-    const plain = req.method === "POST" && VERIFY.test(req.url ?? "") && isJson(req) && PLAIN_JSON.test(h["content-type"] ?? "") &&
+    const plain = req.method === "POST" && VERIFY.test(req.url ?? "") && PLAIN_JSON.test(h["content-type"] ?? "") &&
       length > 0 && length <= BODY_LIMIT && h["transfer-encoding"] === undefined && h["content-encoding"] === undefined && h.expect === undefined;
     if (!plain) return next(req, res);
     const reqId = requestId(req);
@@ -80,14 +86,14 @@ export function withVerifyFastPath(ctx: Context, trusted: TrustedProxies, next: 
       }
       Promise.resolve()
         .then(() => verdict(ctx, clientAddress(req, trusted), plainVerifyBody(input) ?? parse(verifyBody, input, "request body")))
-        .then((text) => sendJson(res, text, reqId), (error: unknown) => answerError(echoRequestId(res, reqId), error, ctx.log, reqId));
+        .then((json) => sendJson(res, json, reqId), (error: unknown) => answerError(echoRequestId(res, reqId), error, ctx.log, reqId));
     });
   };
 }
 
-function sendJson(res: ServerResponse, text: string, reqId: string): void {
-  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(text), [REQUEST_ID]: reqId });
-  res.end(text);
+function sendJson(res: ServerResponse, json: Json, reqId: string): void {
+  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": json.length, [REQUEST_ID]: reqId });
+  res.end(json.text);
 }
 
 const METHOD = /^[A-Za-z]{1,16}$/;
