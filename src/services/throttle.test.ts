@@ -17,6 +17,18 @@ describe("Throttle", () => {
     expect(t.retryAfter("10.0.0.2")).toBeUndefined();
   });
 
+  it("lets go of a flood's failures as they age out, also with a limit in the hundreds of thousands", () => {
+    const { t, fail, advance } = throttle(150_000);
+    fail("c", 100_000); // t=0
+    advance(30_000);
+    fail("c", 100_000); // t=30 s: 200,000 in the minute, over the limit
+    expect(t.retryAfter("c")).toBe(30);
+    advance(30_001); // those at 0 have left the window
+    expect(t.retryAfter("c")).toBeUndefined();
+    fail("c", 50_001); // back over, by the failures at 30 s and these
+    expect(t.retryAfter("c")).toBe(30);
+  });
+
   it("counts in a sliding minute: Retry-After falls as failures age out, and the client is let go when under", () => {
     const { t, fail, advance } = throttle(2);
     fail("c", 1); // t=0

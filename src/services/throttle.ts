@@ -44,7 +44,7 @@ export class Throttle {
     const times = this.#recent(client, now) ?? [];
     times.push(now);
     // Only the last limit + 1 failures decide whether the client is over the limit.
-    if (times.length > this.#limit + 1) times.shift();
+    if (times.length > this.#limit + 1) times.splice(0, times.length - this.#limit - 1);
     this.#failures.set(client, times);
   }
 
@@ -67,7 +67,11 @@ export class Throttle {
   #recent(client: string, now: number): number[] | undefined {
     const times = this.#failures.get(client);
     if (!times) return undefined;
-    while (times.length > 0 && times[0]! <= now - WINDOW_MS) times.shift();
+    // At once, not one shift() at a time: under a flood with a high limit a client holds hundreds of
+    // thousands of times, and shifting each out copies the rest (seconds of CPU on every request).
+    let expired = 0;
+    while (expired < times.length && times[expired]! <= now - WINDOW_MS) expired++;
+    if (expired > 0) times.splice(0, expired);
     return times;
   }
 }
