@@ -210,21 +210,19 @@ const reconciling: Check<Facts>[] = [
     }
     return undefined;
   },
-  function restartsWorkloads(f, actions) {
-    const marker = restartMarker(f.apiKey.status?.rotation);
-    if (!marker || !f.spec.rotation?.restartWorkloads) return undefined;
-    for (const workload of restartsFor(f.workloads, f.spec.secret.name, marker).due) {
-      const { kind, object } = workload;
-      actions.push({ type: "restartWorkload", kind, name: object.metadata?.name ?? "", marker,
-        event: normal("RestartedWorkload", `Restarted ${describeWorkload(workload)}: its pods read Secret ${secretRef(f)}, which holds the new key`) });
-    }
-    return undefined;
-  },
   function finishesRotation(f, actions) {
     const recorded = f.apiKey.status?.rotation;
     const previous = recorded?.previousKey;
     if (!f.key || !previous) return undefined;
-    const restarts = f.spec.rotation?.restartWorkloads ? restartsFor(f.workloads, f.spec.secret.name, restartMarker(recorded) ?? "") : undefined;
+    // Each workload that reads the Secret restarts once, with the rotation's own marker (the Secret
+    // already holds the new key: it was written above).
+    const marker = recorded.lastRotationTime ?? previous.expiresAt;
+    const restarts = f.spec.rotation?.restartWorkloads ? restartsFor(f.workloads, f.spec.secret.name, marker) : undefined;
+    for (const workload of restarts?.due ?? []) {
+      const { kind, object } = workload;
+      actions.push({ type: "restartWorkload", kind, name: object.metadata?.name ?? "", marker,
+        event: normal("RestartedWorkload", `Restarted ${describeWorkload(workload)}: its pods read Secret ${secretRef(f)}, which holds the new key`) });
+    }
     const waitingFor = restarts ? [...restarts.due, ...restarts.rollingOut] : [];
     const decision = rotationDecision({ ...f, key: f.key }, restarts !== undefined && waitingFor.length === 0);
     if (decision.action === "retire") {
@@ -267,11 +265,6 @@ function rotationDecision(f: Keyed, rolledOut = false): RotationDecision {
     rolledOut,
     now: f.now,
   });
-}
-
-/** The pod-template annotation value of a rotation under way: the same for every restart it makes. */
-function restartMarker(rotation: RotationStatus | undefined): string | undefined {
-  return rotation?.previousKey && (rotation.lastRotationTime ?? rotation.previousKey.expiresAt);
 }
 
 function retiredEvent(hint: string, cause: "rolledOut" | "gracePeriodEnded", waitingFor: Workload[], secret: string): EventSpec {
