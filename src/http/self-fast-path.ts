@@ -1,4 +1,4 @@
-import type { RequestListener, ServerResponse } from "node:http";
+import type { RequestListener } from "node:http";
 import { verify } from "../services/authenticate.ts";
 import type { Context } from "../services/context.ts";
 import type { StoredKey } from "../domain/model.ts";
@@ -6,7 +6,8 @@ import { hasBody } from "./body.ts";
 import { answerError, sendError } from "./errors.ts";
 import { callerKeyJson } from "./present.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
-import { echoRequestId, logWhenAnswered, REQUEST_ID, requestId, type Answering } from "./request-log.ts";
+import { jsonText, sendJsonText, type JsonText } from "./json-text.ts";
+import { echoRequestId, logWhenAnswered, requestId, type Answering } from "./request-log.ts";
 
 // GET /keys/self is how clients check a key, and checking keys is what keyplane does most: it is
 // answered here, before express, from the verification cache (see docs/adr/0004). Everything else,
@@ -16,9 +17,8 @@ const SELF = /^\/(api)?keys\/self\/?(\?|$)/;
 
 export function withSelfFastPath(ctx: Context, trusted: TrustedProxies, next: RequestListener): RequestListener {
   // The answer of each cached key, serialised once: the verification cache hands out the same object
-  // until the key changes, and a changed key is a new object, so a stale body cannot be served. It is
-  // kept as a string: Node sends a string body in one write with the headers, a Buffer in a second.
-  const bodies = new WeakMap<StoredKey, Body>();
+  // until the key changes, and a changed key is a new object, so a stale body cannot be served.
+  const bodies = new WeakMap<StoredKey, JsonText>();
   return (req, res) => {
     if (req.method !== "GET" || !SELF.test(req.url ?? "") || hasBody(req)) return next(req, res);
     const reqId = requestId(req);
@@ -29,24 +29,10 @@ export function withSelfFastPath(ctx: Context, trusted: TrustedProxies, next: Re
         if ("refused" in principal) return sendError(echoRequestId(res, reqId), "unauthorized", principal.refused);
         answering.key = principal.key.id;
         let body = bodies.get(principal.key);
-        if (!body) {
-          const text = JSON.stringify(callerKeyJson(principal));
-          bodies.set(principal.key, (body = { text, length: Buffer.byteLength(text) }));
-        }
-        sendJson(res, body, reqId);
+        if (!body) bodies.set(principal.key, (body = jsonText(callerKeyJson(principal))));
+        sendJsonText(res, body, reqId);
       },
       (error: unknown) => answerError(echoRequestId(res, reqId), error, ctx.log, reqId),
     );
   };
-}
-
-interface Body {
-  text: string;
-  /** In bytes, for Content-Length. */
-  length: number;
-}
-
-function sendJson(res: ServerResponse, body: Body, reqId: string): void {
-  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": body.length, [REQUEST_ID]: reqId });
-  res.end(body.text);
 }

@@ -1,4 +1,4 @@
-import type { RequestListener, ServerResponse } from "node:http";
+import type { RequestListener } from "node:http";
 import type { StoredKey } from "../domain/model.ts";
 import type { Context } from "../services/context.ts";
 import { verifyRequest, type Verdict } from "../services/verify.ts";
@@ -6,7 +6,8 @@ import { BODY_LIMIT } from "./body.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
 import { answerError, sendError } from "./errors.ts";
 import { verifiedKeyJson } from "./present.ts";
-import { echoRequestId, logWhenAnswered, REQUEST_ID, requestId, type Answering } from "./request-log.ts";
+import { jsonText, sendJsonText, type JsonText } from "./json-text.ts";
+import { echoRequestId, logWhenAnswered, requestId, type Answering } from "./request-log.ts";
 import { parse, route, type Route } from "./route.ts";
 import { verdictObject, verifyBody } from "./schemas.ts";
 
@@ -28,28 +29,21 @@ export function verifyRoutes(ctx: Context, trusted: TrustedProxies): Route[] {
 
 type VerifyBody = ReturnType<typeof verifyBody.parse>;
 
-async function verdict(ctx: Context, client: string, body: VerifyBody): Promise<Json> {
+async function verdict(ctx: Context, client: string, body: VerifyBody): Promise<JsonText> {
   return verdictJson(await verifyRequest(ctx, { endpoint: "verify", client, token: body.key, method: body.method ?? "GET", path: body.path }));
 }
 
 // A verdict's text is worked out once per key and code: platform services ask about the same keys over
 // and over, and serialising the key is most of an answer's cost. The verification cache hands out the
 // same key object until the key changes, and a changed key is a new object (as for GET /keys/self).
-const keyVerdicts = new WeakMap<StoredKey, Partial<Record<Verdict["code"], Json>>>();
-const keylessVerdicts = new Map<Verdict["code"], Json>();
+const keyVerdicts = new WeakMap<StoredKey, Partial<Record<Verdict["code"], JsonText>>>();
+const keylessVerdicts = new Map<Verdict["code"], JsonText>();
 
-/** A JSON text and its length in bytes (for Content-Length). */
-interface Json {
-  text: string;
-  length: number;
-}
-
-function verdictJson(v: Verdict): Json {
+function verdictJson(v: Verdict): JsonText {
   const texts = "key" in v ? keyVerdicts.get(v.key) ?? {} : undefined;
   let json = texts ? texts[v.code] : keylessVerdicts.get(v.code);
   if (json === undefined) {
-    const text = JSON.stringify({ valid: v.code === "VALID", code: v.code, ...("key" in v && { key: verifiedKeyJson(v.key, v.level) }) });
-    json = { text, length: Buffer.byteLength(text) };
+    json = jsonText({ valid: v.code === "VALID", code: v.code, ...("key" in v && { key: verifiedKeyJson(v.key, v.level) }) });
     if ("key" in v && texts) keyVerdicts.set(v.key, { ...texts, [v.code]: json });
     else keylessVerdicts.set(v.code, json);
   }
@@ -86,14 +80,9 @@ export function withVerifyFastPath(ctx: Context, trusted: TrustedProxies, next: 
       }
       Promise.resolve()
         .then(() => verdict(ctx, clientAddress(req, trusted), plainVerifyBody(input) ?? parse(verifyBody, input, "request body")))
-        .then((json) => sendJson(res, json, reqId), (error: unknown) => answerError(echoRequestId(res, reqId), error, ctx.log, reqId));
+        .then((json) => sendJsonText(res, json, reqId), (error: unknown) => answerError(echoRequestId(res, reqId), error, ctx.log, reqId));
     });
   };
-}
-
-function sendJson(res: ServerResponse, json: Json, reqId: string): void {
-  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": json.length, [REQUEST_ID]: reqId });
-  res.end(json.text);
 }
 
 const METHOD = /^[A-Za-z]{1,16}$/;
