@@ -3,7 +3,8 @@ import type { StoredKey } from "../domain/model.ts";
 import { levelOf, scopeOf } from "../domain/scope.ts";
 import { bearerToken } from "../services/authenticate.ts";
 import type { Context } from "../services/context.ts";
-import { verifyRequest } from "../services/verify.ts";
+import { after, runNowOrLater, type Maybe } from "../services/maybe.ts";
+import { verifyRequest, type Verdict } from "../services/verify.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
 import { answerError, sendError } from "./errors.ts";
 import { echoRequestId, logWhenAnswered, REQUEST_ID, requestId, type Answering } from "./request-log.ts";
@@ -77,12 +78,19 @@ export class AuthHandler {
     this.#trusted = trusted;
   }
 
-  /** Answers /auth: 200 with the identity headers, 401, 429 or 503; the request log learns the key. */
-  async answer(req: IncomingMessage, res: ServerResponse, reqId: string, answering?: Answering): Promise<void> {
+  /**
+   * Answers /auth: 200 with the identity headers, 401, 429 or 503, at once when the caches know the
+   * verdict; the request log learns the key.
+   */
+  answer(req: IncomingMessage, res: ServerResponse, reqId: string, answering?: Answering): Maybe<void> {
     const token = bearerToken(req.headers.authorization);
     if (token === undefined) return refuse(echoRequestId(res, reqId), undefined, "An Authorization: Bearer <API key> header is required.");
     const { method, path } = originalRequest(req);
-    const verdict = await verifyRequest(this.#ctx, { endpoint: "auth", client: clientAddress(req, this.#trusted), token, method, path });
+    const verdict = verifyRequest(this.#ctx, { endpoint: "auth", client: clientAddress(req, this.#trusted), token, method, path });
+    return after(verdict, (v) => this.#send(res, reqId, v, answering));
+  }
+
+  #send(res: ServerResponse, reqId: string, verdict: Verdict, answering?: Answering): void {
     if (answering && "key" in verdict) answering.key = verdict.key.id;
     if (verdict.code === "FORBIDDEN") return refuse(echoRequestId(res, reqId), "insufficient_scope", "This key may not reach this path with this method.");
     if (verdict.code !== "VALID") return refuse(echoRequestId(res, reqId), "invalid_token", "The key is malformed, unknown, disabled or expired.");
@@ -99,7 +107,7 @@ export class AuthHandler {
       const reqId = requestId(req);
       const answering: Answering = { route: "/auth" };
       logWhenAnswered(this.#ctx, req, res, reqId, answering);
-      this.answer(req, res, reqId, answering).catch((error: unknown) => answerError(echoRequestId(res, reqId), error, this.#ctx.log, reqId));
+      runNowOrLater(() => this.answer(req, res, reqId, answering), (error) => answerError(echoRequestId(res, reqId), error, this.#ctx.log, reqId));
     };
   }
 }

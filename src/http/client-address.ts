@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { BlockList, isIP } from "node:net";
+import { BlockList, isIP, type Socket } from "node:net";
 
 // Who a request comes from, for failed-authentication throttling (docs/gateways.md, "Client
 // address"): its peer, or, when the peer is a trusted proxy (KEYPLANE_TRUSTED_PROXIES), the
@@ -38,9 +38,15 @@ function isTrusted(address: string, trusted: TrustedProxies): boolean {
 
 /** The client of a connection's peer and the X-Forwarded-For header(s) it sent. */
 export function clientOf(peer: string | undefined, forwardedFor: string | string[] | undefined, trusted: TrustedProxies): string {
-  let client = plain(peer ?? "");
-  if (!isTrusted(client, trusted) || forwardedFor === undefined) return client;
+  const address = plain(peer ?? "");
+  return isTrusted(address, trusted) ? forwardedClient(address, forwardedFor, trusted) : address;
+}
+
+/** The client behind a trusted peer: the right-most address of X-Forwarded-For that is not trusted. */
+function forwardedClient(peer: string, forwardedFor: string | string[] | undefined, trusted: TrustedProxies): string {
+  if (forwardedFor === undefined) return peer;
   const hops = [forwardedFor].flat().join(",").split(",").map((hop) => plain(hop.trim())).filter(Boolean);
+  let client = peer;
   // Right to left: each hop was written by the one after it; the first untrusted one is the client.
   for (let i = hops.length - 1; i >= 0; i--) {
     client = hops[i]!;
@@ -49,7 +55,17 @@ export function clientOf(peer: string | undefined, forwardedFor: string | string
   return client;
 }
 
+// A connection's peer, judged once for all the requests it carries.
+const PEER = Symbol("keyplane.peer");
+type Judged = Socket & { [PEER]?: { address: string; trusted: boolean; by: TrustedProxies } };
+
 /** The client of a request. */
 export function clientAddress(req: IncomingMessage, trusted: TrustedProxies): string {
-  return clientOf(req.socket.remoteAddress, req.headers["x-forwarded-for"], trusted);
+  const socket = req.socket as Judged;
+  let peer = socket[PEER];
+  if (peer?.by !== trusted) {
+    const address = plain(socket.remoteAddress ?? "");
+    peer = socket[PEER] = { address, trusted: isTrusted(address, trusted), by: trusted };
+  }
+  return peer.trusted ? forwardedClient(peer.address, req.headers["x-forwarded-for"], trusted) : peer.address;
 }

@@ -27,15 +27,14 @@ export function owe(req: IncomingMessage, res: ServerResponse): void {
   const connection = (socket[STATE] ??= { owed: [], whenSettled: [], latest: { req, res } });
   connection.latest = { req, res };
   connection.owed.push(res);
-  const settle = () => {
+  // A response closes once written in full (right after 'finish'), or abandoned: one listener, on every request.
+  res.on("close", () => {
     const at = connection.owed.indexOf(res);
     if (at < 0) return;
     connection.owed.splice(at, 1);
     if (connection.owed.length > 0) return;
     for (const then of connection.whenSettled.splice(0)) then();
-  };
-  res.once("finish", settle);
-  res.once("close", settle);
+  });
 }
 
 /** The request read last on the connection, with its answer, if any was read. */

@@ -1,6 +1,7 @@
 import type { RequestListener } from "node:http";
 import { verify } from "../services/authenticate.ts";
 import type { Context } from "../services/context.ts";
+import { after, runNowOrLater } from "../services/maybe.ts";
 import type { StoredKey } from "../domain/model.ts";
 import { hasBody } from "./body.ts";
 import { answerError, sendError } from "./errors.ts";
@@ -24,15 +25,16 @@ export function withSelfFastPath(ctx: Context, trusted: TrustedProxies, next: Re
     const reqId = requestId(req);
     const answering: Answering = { route: "/keys/self" };
     logWhenAnswered(ctx, req, res, reqId, answering);
-    verify(ctx, req.headers.authorization, clientAddress(req, trusted)).then(
-      (principal) => {
-        if ("refused" in principal) return sendError(echoRequestId(res, reqId), "unauthorized", principal.refused);
-        answering.key = principal.key.id;
-        let body = bodies.get(principal.key);
-        if (!body) bodies.set(principal.key, (body = jsonText(callerKeyJson(principal))));
-        sendJsonText(res, body, reqId);
-      },
-      (error: unknown) => answerError(echoRequestId(res, reqId), error, ctx.log, reqId),
+    runNowOrLater(
+      () =>
+        after(verify(ctx, req.headers.authorization, clientAddress(req, trusted)), (principal) => {
+          if ("refused" in principal) return sendError(echoRequestId(res, reqId), "unauthorized", principal.refused);
+          answering.key = principal.key.id;
+          let body = bodies.get(principal.key);
+          if (!body) bodies.set(principal.key, (body = jsonText(callerKeyJson(principal))));
+          sendJsonText(res, body, reqId);
+        }),
+      (error) => answerError(echoRequestId(res, reqId), error, ctx.log, reqId),
     );
   };
 }

@@ -1,6 +1,7 @@
 import type { RequestListener } from "node:http";
 import type { StoredKey } from "../domain/model.ts";
 import type { Context } from "../services/context.ts";
+import { after, runNowOrLater, type Maybe } from "../services/maybe.ts";
 import { verifyRequest, type Verdict } from "../services/verify.ts";
 import { BODY_LIMIT } from "./body.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
@@ -21,7 +22,7 @@ export function verifyRoutes(ctx: Context, trusted: TrustedProxies): Route[] {
       summary: "May this token do this method on this platform path? A verdict, whatever the token",
       ok: { status: 200, description: "The verdict; the key (without its keyId) when it is usable", schema: verdictObject },
       handle: async (req, res, { body }) => {
-        res.type("application/json; charset=utf-8").send((await verdict(ctx, clientAddress(req, trusted), body)).text);
+        res.type("application/json; charset=utf-8").send((await verdictText(ctx, clientAddress(req, trusted), body)).text);
       },
     }),
   ];
@@ -29,8 +30,8 @@ export function verifyRoutes(ctx: Context, trusted: TrustedProxies): Route[] {
 
 type VerifyBody = ReturnType<typeof verifyBody.parse>;
 
-async function verdict(ctx: Context, client: string, body: VerifyBody): Promise<JsonText> {
-  return verdictJson(await verifyRequest(ctx, { endpoint: "verify", client, token: body.key, method: body.method ?? "GET", path: body.path }));
+function verdictText(ctx: Context, client: string, body: VerifyBody): Maybe<JsonText> {
+  return after(verifyRequest(ctx, { endpoint: "verify", client, token: body.key, method: body.method ?? "GET", path: body.path }), verdictJson);
 }
 
 // A verdict's text is worked out once per key and code: platform services ask about the same keys over
@@ -78,9 +79,10 @@ export function withVerifyFastPath(ctx: Context, trusted: TrustedProxies, next: 
       } catch {
         return sendError(echoRequestId(res, reqId), "bad_request", "The request body is not valid JSON.");
       }
-      Promise.resolve()
-        .then(() => verdict(ctx, clientAddress(req, trusted), plainVerifyBody(input) ?? parse(verifyBody, input, "request body")))
-        .then((json) => sendJsonText(res, json, reqId), (error: unknown) => answerError(echoRequestId(res, reqId), error, ctx.log, reqId));
+      runNowOrLater(
+        () => after(verdictText(ctx, clientAddress(req, trusted), plainVerifyBody(input) ?? parse(verifyBody, input, "request body")), (json) => sendJsonText(res, json, reqId)),
+        (error) => answerError(echoRequestId(res, reqId), error, ctx.log, reqId),
+      );
     });
   };
 }

@@ -2,9 +2,10 @@ import { UNAUTHORIZED, unauthorized } from "../domain/errors.ts";
 import { keyState } from "../domain/key-state.ts";
 import type { StoredKey } from "../domain/model.ts";
 import { scopeOf, type Scope } from "../domain/scope.ts";
-import { isTokenFormat, tokenHash } from "../domain/token.ts";
+import { isTokenFormat, tokenHashHex } from "../domain/token.ts";
 import { recordAuthentication, type AuthEndpoint, type AuthFailure } from "./auth-outcome.ts";
 import type { Context } from "./context.ts";
+import { after, type Maybe } from "./maybe.ts";
 import { Throttled } from "./throttle.ts";
 
 /** The caller behind a request: the key it presented. */
@@ -24,50 +25,52 @@ export function bearerToken(header: string | undefined): string | undefined {
 const MISSING_TOKEN = "An Authorization: Bearer <API key> header is required.";
 
 /**
- * The usable key behind a token, or why there is none. A token not of the keyId form is refused
- * before any look-up, so garbage never reaches the cache or the database. A throttled client is
- * answered from the cache alone: a key it already holds as valid, else Throttled (429). Failures are
- * recorded here; success is the caller's to record, once it knows the whole outcome.
+ * The usable key behind a token, or why there is none; at once when the cache knows it. A token not
+ * of the keyId form is refused before any look-up, so garbage never reaches the cache or the
+ * database. A throttled client is answered from the cache alone: a key it already holds as valid,
+ * else Throttled (429), thrown. Failures are recorded here; success is the caller's to record, once
+ * it knows the whole outcome.
  */
-export async function usableKey(ctx: Context, endpoint: AuthEndpoint, client: string, token: string): Promise<StoredKey | AuthFailure> {
+export function usableKey(ctx: Context, endpoint: AuthEndpoint, client: string, token: string): Maybe<StoredKey | AuthFailure> {
   const retryAfter = ctx.throttle.retryAfter(client);
   if (retryAfter !== undefined) {
-    const known = isTokenFormat(token) ? ctx.keyCache.known(tokenHash(token)) : undefined;
+    const known = isTokenFormat(token) ? ctx.keyCache.known(tokenHashHex(token)) : undefined;
     if (!known || keyState(known, ctx.clock()) !== "active") {
       recordAuthentication(ctx, endpoint, client, "throttled");
       throw new Throttled(retryAfter);
     }
   }
-  const failure = await check(ctx, token);
-  if (typeof failure === "string") recordAuthentication(ctx, endpoint, client, failure);
+  if (!isTokenFormat(token)) return failed(ctx, endpoint, client, "malformed");
+  return after(ctx.keyCache.lookup(tokenHashHex(token)), (key) => {
+    if (!key) return failed(ctx, endpoint, client, "unknown");
+    // The cached key carries its expiresAt: it stops at that instant on every process, notified or not.
+    const now = ctx.clock();
+    const state = keyState(key, now);
+    if (state !== "active") return failed(ctx, endpoint, client, state);
+    // A usable key has authenticated, whatever comes of the request: its last use moves (in batches).
+    ctx.lastUse.record(key, now);
+    return key;
+  });
+}
+
+function failed(ctx: Context, endpoint: AuthEndpoint, client: string, failure: AuthFailure): AuthFailure {
+  recordAuthentication(ctx, endpoint, client, failure);
   return failure;
 }
 
-async function check(ctx: Context, token: string): Promise<StoredKey | AuthFailure> {
-  if (!isTokenFormat(token)) return "malformed";
-  const key = await ctx.keyCache.lookup(tokenHash(token));
-  if (!key) return "unknown";
-  // The cached key carries its expiresAt: it stops at that instant on every process, notified or not.
-  const now = ctx.clock();
-  const state = keyState(key, now);
-  if (state !== "active") return state;
-  // A usable key has authenticated, whatever comes of the request: its last use moves (in batches).
-  ctx.lastUse.record(key, now);
-  return key;
-}
-
 /**
- * The caller behind an Authorization header, or why there is none (the message of a 401). Refusals
- * are values, not exceptions: half of a flood of bad tokens would otherwise go to capturing stack
- * traces. A throttled client gets Throttled.
+ * The caller behind an Authorization header, or why there is none (the message of a 401); at once
+ * when the cache knows it. Refusals are values, not exceptions: half of a flood of bad tokens would
+ * otherwise go to capturing stack traces. A throttled client gets Throttled.
  */
-export async function verify(ctx: Context, header: string | undefined, client: string): Promise<Principal | { refused: string }> {
+export function verify(ctx: Context, header: string | undefined, client: string): Maybe<Principal | { refused: string }> {
   const token = bearerToken(header);
   if (token === undefined) return { refused: MISSING_TOKEN };
-  const key = await usableKey(ctx, "rest", client, token);
-  if (typeof key === "string") return { refused: UNAUTHORIZED };
-  recordAuthentication(ctx, "rest", client, "valid");
-  return { key, token, scope: scopeOf(key) };
+  return after(usableKey(ctx, "rest", client, token), (key) => {
+    if (typeof key === "string") return { refused: UNAUTHORIZED };
+    recordAuthentication(ctx, "rest", client, "valid");
+    return { key, token, scope: scopeOf(key) };
+  });
 }
 
 /** The caller behind an Authorization header, or a 401 error. */

@@ -33,12 +33,12 @@ function fakeStore() {
   return store satisfies Queryable;
 }
 
-const hash = (n: number) => Buffer.alloc(32, n);
+const hash = (n: number) => Buffer.alloc(32, n).toString("hex");
 
 describe("KeyCache", () => {
   it("answers a known token from the cache after the first look-up", async () => {
     const store = fakeStore();
-    store.live.add(hash(1).toString("hex"));
+    store.live.add(hash(1));
     const v = new KeyCache(store);
     for (let i = 0; i < 10; i++) expect(await v.lookup(hash(1))).toMatchObject({ id: 1 });
     expect(store.queries).toBe(1);
@@ -54,13 +54,13 @@ describe("KeyCache", () => {
 
   it("asks again after an invalidation or a clear", async () => {
     const store = fakeStore();
-    store.live.add(hash(1).toString("hex"));
+    store.live.add(hash(1));
     const v = new KeyCache(store);
     await v.lookup(hash(1));
-    store.live.delete(hash(1).toString("hex"));
-    v.invalidate(hash(1).toString("hex"));
+    store.live.delete(hash(1));
+    v.invalidate(hash(1));
     expect(await v.lookup(hash(1))).toBeUndefined();
-    store.live.add(hash(1).toString("hex"));
+    store.live.add(hash(1));
     v.clear();
     expect(await v.lookup(hash(1))).toBeDefined();
     expect(store.queries).toBe(3);
@@ -68,12 +68,12 @@ describe("KeyCache", () => {
 
   it("does not cache an answer read before an invalidation that came while it was in flight", async () => {
     const store = fakeStore();
-    store.live.add(hash(1).toString("hex"));
+    store.live.add(hash(1));
     const v = new KeyCache(store);
     const release = store.hold();
     const inFlight = v.lookup(hash(1)); // reads "live" ...
-    store.live.delete(hash(1).toString("hex")); // ... the key is deleted meanwhile,
-    v.invalidate(hash(1).toString("hex")); // and the deletion announced,
+    store.live.delete(hash(1)); // ... the key is deleted meanwhile,
+    v.invalidate(hash(1)); // and the deletion announced,
     release();
     expect(await inFlight).toBeDefined(); // the old answer goes to its own (earlier) caller only:
     expect(await v.lookup(hash(1))).toBeUndefined(); // the next look-up asks the store.
@@ -103,7 +103,7 @@ describe("KeyCache", () => {
   describe("when the database cannot be reached", () => {
     function setup(staleMs = 300_000) {
       const store = fakeStore();
-      store.live.add(hash(1).toString("hex"));
+      store.live.add(hash(1));
       let now = 1_000;
       const cache = new KeyCache(store, { ttlMs: 30_000, staleMs, now: () => now });
       return { store, cache, advance: (ms: number) => (now += ms) };
@@ -130,7 +130,7 @@ describe("KeyCache", () => {
       await expect(cache.lookup(hash(2))).rejects.toBeInstanceOf(StoreUnavailable);
       store.down = false;
       await cache.lookup(hash(1));
-      cache.invalidate(hash(1).toString("hex")); // disabled or deleted: its entry goes
+      cache.invalidate(hash(1)); // disabled or deleted: its entry goes
       store.down = true;
       await expect(cache.lookup(hash(1))).rejects.toBeInstanceOf(StoreUnavailable);
     });
@@ -163,7 +163,7 @@ describe("KeyCache", () => {
       store.down = false;
       cache.listening("restored");
       advance(1);
-      store.live.delete(hash(1).toString("hex")); // deleted while notifications were missed
+      store.live.delete(hash(1)); // deleted while notifications were missed
       expect(await cache.lookup(hash(1))).toBeUndefined(); // asked again, not served from before
       expect(await cache.lookup(hash(1))).toBeUndefined();
       expect(store.queries).toBe(5);
@@ -171,14 +171,14 @@ describe("KeyCache", () => {
   });
   it("shows a lastUsedAt just written without asking again, and keeps the entry as fresh as it was", async () => {
     const store = fakeStore();
-    store.live.add(hash(5).toString("hex"));
+    store.live.add(hash(5));
     let now = 1_000;
     const v = new KeyCache(store, { ttlMs: 30, staleMs: 100, now: () => now });
     expect((await v.lookup(hash(5)))?.lastUsedAt).toBeNull();
     const at = new Date("2026-11-23T10:00:00Z");
-    v.noteLastUse(hash(5).toString("hex"), at);
-    v.noteLastUse(hash(5).toString("hex"), new Date("2026-11-23T09:00:00Z")); // never back
-    v.noteLastUse(hash(6).toString("hex"), at); // not cached: nothing to do
+    v.noteLastUse(hash(5), at);
+    v.noteLastUse(hash(5), new Date("2026-11-23T09:00:00Z")); // never back
+    v.noteLastUse(hash(6), at); // not cached: nothing to do
     expect((await v.lookup(hash(5)))?.lastUsedAt).toEqual(at);
     expect(store.queries).toBe(1);
     now += 31;
@@ -189,7 +189,7 @@ describe("KeyCache", () => {
 
   it("tells a key it holds fresh without asking the database, and nothing else (for throttled clients)", async () => {
     const store = fakeStore();
-    store.live.add(hash(1).toString("hex"));
+    store.live.add(hash(1));
     let now = 1_000;
     const v = new KeyCache(store, { ttlMs: 100, now: () => now });
     expect(v.known(hash(1))).toBeUndefined(); // never looked up
@@ -205,7 +205,7 @@ describe("KeyCache", () => {
     now += 100;
     expect(v.known(hash(1))).toBeUndefined(); // past its TTL
     await v.lookup(hash(1));
-    v.invalidate(hash(1).toString("hex"));
+    v.invalidate(hash(1));
     expect(v.known(hash(1))).toBeUndefined();
     expect(store.queries).toBe(queries + 2);
   });

@@ -3,6 +3,7 @@ import { StoreUnavailable } from "../domain/errors.ts";
 import type { StoredKey } from "../domain/model.ts";
 import type { ListenState, Queryable } from "../store/database.ts";
 import { keyFindByHash } from "../store/keys.ts";
+import type { Maybe } from "./maybe.ts";
 
 // The verification cache: the live key behind a token, by the token's hash, so the hot path is one
 // hash and one map look-up, and GET /keys/self needs nothing more. Unknown tokens are cached too (a
@@ -64,21 +65,27 @@ export class KeyCache {
     this.#cache = new LRUCache<string, Entry>({ max: maxEntries, ttl: Math.max(ttlMs, staleMs), ttlAutopurge: false, perf: { now }, ttlResolution: 0 });
   }
 
-  /** The live key behind a token hash (active or not), or undefined when there is none. */
-  async lookup(hash: Buffer): Promise<StoredKey | undefined> {
-    const id = hash.toString("hex");
-    const cached = this.#cache.get(id);
+  /**
+   * The live key behind a token hash (hex; active or not), or undefined when there is none: at once
+   * from a fresh entry, else from the database.
+   */
+  lookup(hashHex: string): Maybe<StoredKey | undefined> {
+    const cached = this.#cache.get(hashHex);
     const now = this.#now();
     if (cached && this.#isFresh(cached, now)) {
       this.#stats.hits++;
       return cached.value === UNKNOWN ? undefined : cached.value;
     }
+    return this.#load(hashHex, cached, now);
+  }
+
+  async #load(hashHex: string, cached: Entry | undefined, now: number): Promise<StoredKey | undefined> {
     this.#stats.misses++;
     const epoch = this.#epoch;
     this.#stats.queries++;
     let found: StoredKey | undefined;
     try {
-      found = await keyFindByHash(this.#db, hash);
+      found = await keyFindByHash(this.#db, Buffer.from(hashHex, "hex"));
     } catch (error) {
       if (error instanceof StoreUnavailable && cached && this.#servableStale(cached)) {
         this.#stats.stale++;
@@ -86,7 +93,7 @@ export class KeyCache {
       }
       throw error;
     }
-    if (epoch === this.#epoch) this.#cache.set(id, { value: found ?? UNKNOWN, at: now });
+    if (epoch === this.#epoch) this.#cache.set(hashHex, { value: found ?? UNKNOWN, at: now });
     return found;
   }
 
@@ -94,8 +101,8 @@ export class KeyCache {
    * The key behind a token hash as far as the cache knows it fresh, without asking the database:
    * undefined when it holds no fresh key (unknown, or not cached). For throttled clients.
    */
-  known(hash: Buffer): StoredKey | undefined {
-    const cached = this.#cache.get(hash.toString("hex"));
+  known(hashHex: string): StoredKey | undefined {
+    const cached = this.#cache.get(hashHex);
     if (!cached || cached.value === UNKNOWN || !this.#isFresh(cached, this.#now())) return undefined;
     this.#stats.hits++;
     return cached.value;

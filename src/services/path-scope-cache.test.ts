@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { PathScopes } from "../domain/access.ts";
 import { StoreUnavailable } from "../domain/errors.ts";
+import type { StoredKey } from "../domain/model.ts";
 import { customerScope, domainScope, type Scope, type ScopeRefs } from "../domain/scope.ts";
 import type { Context } from "./context.ts";
 import { PathScopeCache } from "./path-scope-cache.ts";
@@ -136,5 +137,49 @@ describe("PathScopeCache", () => {
     expect(directory.lookups).toBe(3);
     await cache.resolve(ctx, { customer: "a" }, caller);
     expect(directory.lookups).toBe(4);
+  });
+
+  describe("verdicts", () => {
+    const key = { id: 7 } as StoredKey;
+    function judge(answer: boolean, held?: Promise<void>) {
+      const calls = { count: 0 };
+      const run = async () => {
+        calls.count++;
+        await held;
+        return answer;
+      };
+      return { calls, run };
+    }
+
+    it("keeps a key's verdict on a method and path until the directory changes", async () => {
+      const cache = new PathScopeCache();
+      const j = judge(true);
+      for (let i = 0; i < 5; i++) expect(await cache.reaches(key, "GET", "/customers/acme", j.run)).toBe(true);
+      expect(j.calls.count).toBe(1);
+      expect(cache.reaches(key, "GET", "/customers/acme", j.run)).toBe(true); // at once, not a promise
+      await cache.reaches(key, "PUT", "/customers/acme", j.run);
+      await cache.reaches({ id: 8 } as StoredKey, "GET", "/customers/acme", j.run);
+      expect(j.calls.count).toBe(3);
+      cache.clear();
+      await cache.reaches(key, "GET", "/customers/acme", j.run);
+      expect(j.calls.count).toBe(4);
+    });
+
+    it("keeps no verdict while announcements may be missed, nor one judged across a clear", async () => {
+      const cache = new PathScopeCache();
+      const j = judge(false);
+      cache.listening("lost");
+      for (let i = 0; i < 3; i++) expect(await cache.reaches(key, "GET", "/x", j.run)).toBe(false);
+      expect(j.calls.count).toBe(3);
+      cache.listening("restored");
+      let release = () => {};
+      const held = judge(true, new Promise<void>((resolve) => (release = resolve)));
+      const before = cache.reaches(key, "GET", "/x", held.run);
+      cache.clear();
+      release();
+      expect(await before).toBe(true);
+      expect(await cache.reaches(key, "GET", "/x", j.run)).toBe(false);
+      expect(j.calls.count).toBe(4);
+    });
   });
 });

@@ -1,8 +1,10 @@
 import { LRUCache } from "lru-cache";
 import type { PathScopes } from "../domain/access.ts";
+import type { StoredKey } from "../domain/model.ts";
 import type { Scope, ScopeRefs } from "../domain/scope.ts";
 import type { ListenState } from "../store/database.ts";
 import type { Context } from "./context.ts";
+import { after, type Maybe } from "./maybe.ts";
 import { resolvePathScope } from "./path-scope.ts";
 
 // What a platform path names, for /auth and POST /verify (docs/gateways.md, "Names on platform
@@ -16,39 +18,71 @@ import { resolvePathScope } from "./path-scope.ts";
 // - a look-up under way when the answers are forgotten is forgotten with them (what it finds may be
 //   from before the change), though callers already waiting on it get its answer;
 // - a failed look-up (the database unreachable) is not an answer to keep.
-// Concurrent look-ups of the same path share one.
+// Concurrent look-ups of the same path share one. The verdicts worked out from these answers (may
+// this key take this method to this path?) are kept by the same rules.
 export interface PathScopeCacheOptions {
   maxEntries?: number;
   /** How a path is resolved when no answer is kept (tests count and hold its calls). */
   resolve?: typeof resolvePathScope;
 }
 
+/** A kept answer: the look-up under way, then what it found. */
+type Answer = Promise<PathScopes | undefined> | { found: PathScopes | undefined };
+
 export class PathScopeCache {
-  readonly #cache: LRUCache<string, Promise<PathScopes | null>>;
+  readonly #cache: LRUCache<string, Answer>;
+  readonly #reaches: LRUCache<string, boolean>;
   readonly #resolve: typeof resolvePathScope;
   #listening = true;
+  /** Moves whenever every answer is forgotten: a verdict judged before then is not kept. */
+  #generation = 0;
 
   constructor({ maxEntries = 10_000, resolve = resolvePathScope }: PathScopeCacheOptions = {}) {
     this.#cache = new LRUCache({ max: maxEntries });
+    // Paths may be long (4 KiB): the verdicts' ids are bounded in text too.
+    this.#reaches = new LRUCache({ max: maxEntries, maxSize: 4 * 1024 * 1024, sizeCalculation: (_reaches, id) => id.length });
     this.#resolve = resolve;
   }
 
-  /** resolvePathScope's answer for these references, as seen by this caller (`self` and names depend on it). */
-  async resolve(ctx: Context, refs: ScopeRefs, caller: Scope): Promise<PathScopes | undefined> {
+  /**
+   * Whether `key` may take `method` to `path`, as `judge` works it out from this cache's answers: kept
+   * beside them, since a gateway asks about the same key and path over and over. Kept by the key's id:
+   * a key's scope never changes (a rotation makes a new key), and its state is judged apart.
+   */
+  reaches(key: StoredKey, method: string, path: string, judge: () => Maybe<boolean>): Maybe<boolean> {
+    if (!this.#listening) return judge();
+    const id = `${key.id} ${method} ${path}`;
+    const kept = this.#reaches.get(id);
+    if (kept !== undefined) return kept;
+    const generation = this.#generation;
+    return after(judge(), (reaches) => {
+      if (generation === this.#generation) this.#reaches.set(id, reaches);
+      return reaches;
+    });
+  }
+
+  /**
+   * resolvePathScope's answer for these references, as seen by this caller (`self` and names depend
+   * on it): at once when it is kept, else once the look-up (shared with any other under way) answers.
+   */
+  resolve(ctx: Context, refs: ScopeRefs, caller: Scope): Maybe<PathScopes | undefined> {
     if (!this.#listening) return this.#resolve(ctx, refs, caller);
     const id = JSON.stringify([refs.customer, refs.domain, refs.application, refs.subscriber, caller.tenantId, caller.domainId, caller.applicationId, caller.subscriberId]);
-    let answer = this.#cache.get(id);
-    if (!answer) {
-      answer = this.#resolve(ctx, refs, caller).then((scopes) => scopes ?? null);
-      this.#cache.set(id, answer);
-      answer.catch(() => this.#cache.get(id) === answer && this.#cache.delete(id));
-    }
-    return (await answer) ?? undefined;
+    const kept = this.#cache.get(id);
+    if (kept !== undefined) return kept instanceof Promise ? kept : kept.found;
+    const lookup = this.#resolve(ctx, refs, caller);
+    this.#cache.set(id, lookup);
+    // Kept once found, unless forgotten meanwhile; a failure is not kept at all.
+    lookup.then(
+      (found) => this.#cache.peek(id) === lookup && this.#cache.set(id, { found }),
+      () => this.#cache.peek(id) === lookup && this.#cache.delete(id),
+    );
+    return lookup;
   }
 
   /** Forgets every answer: the directory changed. */
   clear(): void {
-    this.#cache.clear();
+    this.#forget();
   }
 
   /**
@@ -57,6 +91,12 @@ export class PathScopeCache {
    */
   listening(state: ListenState): void {
     this.#listening = state === "restored";
+    this.#forget();
+  }
+
+  #forget(): void {
+    this.#generation++;
     this.#cache.clear();
+    this.#reaches.clear();
   }
 }

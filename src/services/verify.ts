@@ -5,6 +5,7 @@ import { levelOf, scopeOf, type Level } from "../domain/scope.ts";
 import { recordAuthentication } from "./auth-outcome.ts";
 import { usableKey } from "./authenticate.ts";
 import type { Context } from "./context.ts";
+import { after, type Maybe } from "./maybe.ts";
 
 // Verification for the rest of the platform (docs/api.md, "Verification"): may this token do this
 // method on this path? One answer for POST /verify and /auth, by the level rules of domain/access.ts.
@@ -26,21 +27,29 @@ export interface VerifyRequest {
   path: string | undefined;
 }
 
-/** The verdict on a request; throws Throttled (429) for a throttled client whose token is not known valid. */
-export async function verifyRequest(ctx: Context, req: VerifyRequest): Promise<Verdict> {
-  const key = await usableKey(ctx, req.endpoint, req.client, req.token);
-  if (typeof key === "string") return { code: key.toUpperCase() as Uppercase<typeof key> };
-  const reaches = req.path === undefined || (await mayReachPath(ctx, key, req.method, req.path));
-  recordAuthentication(ctx, req.endpoint, req.client, reaches ? "valid" : "forbidden");
-  return { code: reaches ? "VALID" : "FORBIDDEN", key, level: levelOf(scopeOf(key)) };
+/**
+ * The verdict on a request, at once when the caches know it; throws Throttled (429) for a throttled
+ * client whose token is not known valid.
+ */
+export function verifyRequest(ctx: Context, req: VerifyRequest): Maybe<Verdict> {
+  return after(usableKey(ctx, req.endpoint, req.client, req.token), (key) => {
+    if (typeof key === "string") return { code: key.toUpperCase() as Uppercase<typeof key> };
+    return after(req.path === undefined || mayReachPath(ctx, key, req.method, req.path), (reaches): Verdict => {
+      recordAuthentication(ctx, req.endpoint, req.client, reaches ? "valid" : "forbidden");
+      return { code: reaches ? "VALID" : "FORBIDDEN", key, level: levelOf(scopeOf(key)) };
+    });
+  });
 }
 
-async function mayReachPath(ctx: Context, key: StoredKey, method: string, path: string): Promise<boolean> {
+function mayReachPath(ctx: Context, key: StoredKey, method: string, path: string): Maybe<boolean> {
+  return ctx.pathScopes.reaches(key, method, path, () => judgePath(ctx, key, method, path));
+}
+
+function judgePath(ctx: Context, key: StoredKey, method: string, path: string): Maybe<boolean> {
   const segments = normalizePath(path);
   if (!segments) return false;
   const caller = scopeOf(key);
   const { refs, atApplication } = platformTarget(segments);
   if (Object.keys(refs).length === 0) return mayReach(caller, undefined, method, atApplication);
-  const named = await ctx.pathScopes.resolve(ctx, refs, caller);
-  return named !== undefined && mayReach(caller, named, method, atApplication);
+  return after(ctx.pathScopes.resolve(ctx, refs, caller), (named) => named !== undefined && mayReach(caller, named, method, atApplication));
 }
