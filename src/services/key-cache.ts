@@ -61,8 +61,9 @@ export class KeyCache {
     this.#ttlMs = ttlMs;
     this.#staleMs = staleMs;
     this.#now = now;
-    // Entries are kept for as long as either use of them lasts; freshness is judged here, per entry.
-    this.#cache = new LRUCache<string, Entry>({ max: maxEntries, ttl: Math.max(ttlMs, staleMs), ttlAutopurge: false, perf: { now }, ttlResolution: 0 });
+    // Entries go only when the LRU needs room: whether one is fresh, or within the stale window, is
+    // judged here, per entry (the LRU's own time limits cost a clock read on every look-up).
+    this.#cache = new LRUCache<string, Entry>({ max: maxEntries });
   }
 
   /**
@@ -131,7 +132,7 @@ export class KeyCache {
     const entry = this.#cache.peek(hashHex);
     if (entry === undefined || entry.value === UNKNOWN) return;
     if (entry.value.lastUsedAt !== null && entry.value.lastUsedAt >= lastUsedAt) return;
-    this.#cache.set(hashHex, { ...entry, value: { ...entry.value, lastUsedAt } }, { noUpdateTTL: true });
+    this.#cache.set(hashHex, { ...entry, value: { ...entry.value, lastUsedAt } });
   }
 
   /** Drops every entry: after a change that touches many keys. */
