@@ -1,15 +1,26 @@
-import { createServer } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
-// The benchmark's baseline: a bare node:http server in a process of its own, answering every request
-// with the JSON body it is given (BENCH_BARE_BODY: the bytes GET /keys/self answered), so that the
-// ratio of the two throughputs is what keyplane's work per request costs on this machine.
+// The benchmark's baseline: a bare node:http server in a process of its own, doing the I/O keyplane
+// does and nothing else: it reads the request's body, when there is one (without parsing it), and
+// answers with the JSON body it is given (BENCH_BARE_BODY: the bytes keyplane answered the same
+// request), so that the ratio of the two throughputs is what keyplane's work per request costs on
+// this machine.
 const body = Buffer.from(process.env.BENCH_BARE_BODY ?? "{}", "utf8");
 const headers = { "Content-Type": "application/json; charset=utf-8", "Content-Length": String(body.length) };
 
-const server = createServer((_req, res) => {
+function answer(res: ServerResponse): void {
   res.writeHead(200, headers);
   res.end(body);
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  return req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined;
+}
+
+const server = createServer((req, res) => {
+  if (hasBody(req)) req.resume().once("end", () => answer(res));
+  else answer(res);
 });
 server.keepAliveTimeout = 65_000; // as keyplane's
 server.listen(0, "127.0.0.1", () => {

@@ -39,7 +39,8 @@ export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase
   const verify: autocannon.Request[] = [{ method: "POST", path: "/verify", headers: { "content-type": "application/json" }, body: JSON.stringify({ key: fixture.token, path }) }];
   const run = (url: string, requests: autocannon.Request[], duration = t.seconds) => load({ url, connections: t.connections, duration, requests });
   // Each endpoint against a bare server given the same requests: for /auth one answering "{}", for
-  // /verify one answering the very bytes of keyplane's verdict (as GET /keys/self's baseline does).
+  // /verify one reading the body and answering the very bytes of keyplane's verdict (as GET
+  // /keys/self's baseline answers that route's bytes).
   const verdictBody = await (await fetch(`${a.url}/verify`, { method: "POST", headers: verify[0]!.headers, body: verify[0]!.body as string })).text();
   const bare = await startBare("{}");
   const bareVerify = await startBare(verdictBody);
@@ -70,7 +71,7 @@ export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase
     const authRun = await againstBare("GET /auth", bare, auth);
     const verifyRun = await againstBare("POST /verify", bareVerify, verify);
     details.authVsBare = authRun.detail;
-    details.verifyVsBare = `${verifyRun.detail} (the bare server answering the same ${Buffer.byteLength(verdictBody)} bytes)`;
+    details.verifyVsBare = `${verifyRun.detail} (the bare server reading the body and answering the same ${Buffer.byteLength(verdictBody)} bytes)`;
     details.authQueriesPerRequest = "PostgreSQL transactions counted over the run (pg_stat_database, read at once: approximate)";
 
     const nginx = await nginxRatio(t, a, bare, path, fixture.token, details);
