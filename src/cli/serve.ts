@@ -1,3 +1,4 @@
+import { setFlagsFromString } from "node:v8";
 import { loadSecrets, type Config } from "../config.ts";
 import { metricsHandler } from "../http/metrics-server.ts";
 import { listen } from "../http/server.ts";
@@ -7,6 +8,11 @@ import { startOperator } from "../operator/start.ts";
 
 /** `keyplane serve`: the REST API, and the operator where a cluster is reachable. Stops cleanly on SIGTERM/SIGINT. */
 export async function serve(config: Config): Promise<void> {
+  // Node's HTTP server and the PostgreSQL client run through the same stream and tick internals, which
+  // then see more object shapes per call site than V8 tracks by default (4): past that, a site is
+  // looked up generically for the life of the process, and verification slowed by a tenth or more.
+  // Set before any request is served (docs/adr/0009-v8-polymorphic-sites.md).
+  setFlagsFromString("--max-valid-polymorphic-map-count=16");
   const secrets = await loadSecrets(config);
   const log = createLogger({ level: config.logLevel, secrets: [secrets.adminToken] });
   if (secrets.generatedAdminToken) {
