@@ -40,7 +40,8 @@ export function logWhenAnswered(ctx: Pick<Context, "log" | "metrics">, req: Inco
   const logging = log.isLevelEnabled("info");
   if (!logging && !metrics) return;
   const startedAt = performance.now();
-  res.once("finish", () => {
+  // "finish" comes once per response: a plain listener spares the wrapper once() adds on every request.
+  res.on("finish", () => {
     const elapsed = performance.now() - startedAt;
     const routed = req as Partial<Pick<Request, "route" | "principal">>;
     const route = answering?.route ?? (routed.route as { path?: string } | undefined)?.path ?? "unmatched";

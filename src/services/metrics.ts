@@ -3,12 +3,13 @@ import type { KeyAction } from "../domain/key-event.ts";
 import { KEY_ACTIONS } from "../domain/key-event.ts";
 import type { AuthEndpoint, AuthOutcome } from "./auth-outcome.ts";
 import type { KeyCacheStats } from "./key-cache.ts";
+import { RequestDurations, type DurationSeries } from "./request-durations.ts";
 
 // The process's Prometheus metrics (docs/operations.md, "Metrics"), in a registry of its own so that
 // several instances in one process stay apart. No label holds a token, a customer's or key's name, or
 // a raw path: routes are patterns, methods outside a fixed list are "other". On the hot path counting
 // is adding one to a plain number, published when Prometheus scrapes (a prom-client series hashes its
-// labels on every increment); only the request's duration goes to a prom-client histogram.
+// labels on every increment); request durations likewise (request-durations.ts).
 const ENDPOINTS: readonly AuthEndpoint[] = ["rest", "verify", "auth"];
 const OUTCOMES: readonly AuthOutcome[] = ["valid", "malformed", "unknown", "disabled", "expired", "forbidden", "throttled"];
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
@@ -22,9 +23,8 @@ export interface MetricsSources {
 }
 
 type Inc = { inc(n?: number): void };
-type Observe = { observe(value: number): void };
-/** An answer's series: its count and its histogram, made on its first request and kept. */
-type RequestSeries = { labels: { method: string; route: string; status: string }; count: number; duration: Observe };
+/** An answer's series: its count and its durations, made on its first request and kept. */
+type RequestSeries = { labels: { method: string; route: string; status: string }; count: number; duration: DurationSeries };
 
 export class Metrics {
   readonly registry = new Registry();
@@ -32,7 +32,7 @@ export class Metrics {
   readonly #keyEvents = new Map<KeyAction, Inc>();
   /** By route, then method, then status: no label strings are built per request. */
   readonly #requestSeries = new Map<string, Map<string, Map<number, RequestSeries>>>();
-  readonly #durations: Histogram<"method" | "route">;
+  readonly #durations = new RequestDurations();
   readonly #reconciles: Counter<"result">;
   readonly #reconcileDurations: Histogram;
   readonly #ready: Gauge<"namespace" | "name" | "condition">;
@@ -47,8 +47,7 @@ export class Metrics {
         this.reset();
         for (const byMethod of requestSeries.values()) for (const byStatus of byMethod.values()) for (const s of byStatus.values()) this.inc(s.labels, s.count);
       } });
-    this.#durations = new Histogram({ name: "keyplane_http_request_duration_seconds", help: "Time to answer an HTTP request", labelNames: ["method", "route"], registers,
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] });
+    this.registry.registerMetric(this.#durations.asMetric());
     const authentications = this.#authentications;
     new Counter({ name: "keyplane_authentications_total", help: "Keys presented, by endpoint and what they turned out to be", labelNames: ["endpoint", "result"], registers,
       collect() {
@@ -92,9 +91,9 @@ export class Metrics {
     let byStatus = byMethod.get(m);
     if (!byStatus) byMethod.set(m, (byStatus = new Map()));
     let series = byStatus.get(status);
-    if (!series) byStatus.set(status, (series = { labels: { method: m, route, status: String(status) }, count: 0, duration: this.#durations.labels(m, route) }));
+    if (!series) byStatus.set(status, (series = { labels: { method: m, route, status: String(status) }, count: 0, duration: this.#durations.series(m, route) }));
     series.count++;
-    series.duration.observe(seconds);
+    this.#durations.observe(series.duration, seconds);
   }
 
   reconciled(result: ReconcileResult, seconds: number): void {
