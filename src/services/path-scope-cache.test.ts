@@ -77,13 +77,20 @@ describe("PathScopeCache", () => {
     expect(directory.lookups).toBe(1);
   });
 
-  it("does not keep what a look-up under way at a clear finds: it may be from before the change", async () => {
+  const forgetting: [string, (cache: PathScopeCache) => void][] = [
+    ["a clear", (cache) => cache.clear()],
+    ["the connection lost and back", (cache) => {
+      cache.listening("lost");
+      cache.listening("restored");
+    }],
+  ];
+  it.each(forgetting)("does not keep what a look-up under way across %s finds: it may be from before the change", async (_name, forget) => {
     const directory = fakeDirectory();
     directory.holding = true;
     const cache = new PathScopeCache({ resolve: directory.resolve });
     const before = cache.resolve(ctx, { customer: "acme" }, caller);
     directory.names.delete("acme");
-    cache.clear();
+    forget(cache);
     directory.release();
     expect(await before).toEqual(acme); // asked before the change: its caller gets what it found
     directory.holding = false;
@@ -114,20 +121,6 @@ describe("PathScopeCache", () => {
     cache.listening("restored");
     for (let i = 0; i < 5; i++) expect(await cache.resolve(ctx, { customer: "acme" }, caller)).toEqual(acme);
     expect(directory.lookups).toBe(7);
-  });
-
-  it("does not keep what a look-up under way when the connection was lost finds", async () => {
-    const directory = fakeDirectory();
-    directory.holding = true;
-    const cache = new PathScopeCache({ resolve: directory.resolve });
-    const before = cache.resolve(ctx, { customer: "acme" }, caller);
-    cache.listening("lost");
-    directory.names.delete("acme");
-    cache.listening("restored");
-    directory.release();
-    await before;
-    directory.holding = false;
-    expect(await cache.resolve(ctx, { customer: "acme" }, caller)).toBeUndefined();
   });
 
   it("holds at most maxEntries answers, dropping the least recently used", async () => {
