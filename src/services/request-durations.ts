@@ -6,7 +6,8 @@ import type { Metric } from "prom-client";
 // observation is a bucket search and three additions; prom-client writes the series out at scrape
 // time as it writes its own histograms.
 const NAME = "keyplane_http_request_duration_seconds";
-const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** The upper bounds of the buckets, in seconds. */
+export const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** One method and route's durations: a count per bucket (the last one: above every bound), their sum and count. */
 export interface DurationSeries {
