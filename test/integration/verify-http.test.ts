@@ -139,7 +139,8 @@ describe.each(backends())("POST /verify on %s", (backend) => {
 
   it("answers alike whether its fast path or express takes the request (a chunked body, a charset, bad JSON, a bad shape)", async () => {
     const server = await listen(svc.app, 0, "127.0.0.1");
-    const post = (body: string, headers: Record<string, string>) =>
+    /** Posts `body`; split: in two writes a moment apart, cut inside its first multi-byte character. */
+    const post = (body: string, headers: Record<string, string>, split = false) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
         const req = request(`${server.url}/verify`, { method: "POST", headers }, (res) => {
           let text = "";
@@ -147,7 +148,11 @@ describe.each(backends())("POST /verify on %s", (backend) => {
           res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
         });
         req.on("error", reject);
-        req.end(body);
+        if (!split) return req.end(body);
+        const bytes = Buffer.from(body);
+        const cut = Buffer.from(body.slice(0, body.search(/[\u0080-\uffff]/))).length + 1;
+        req.write(bytes.subarray(0, cut));
+        setTimeout(() => req.end(bytes.subarray(cut)), 30);
       });
     try {
       for (const body of [JSON.stringify({ key: acme.keys.domain, path: "/domains/sip.acme.example/x" }), "{nope", JSON.stringify({ key: 7 })]) {
@@ -157,6 +162,12 @@ describe.each(backends())("POST /verify on %s", (backend) => {
         expect(chunked).toEqual(plain);
         expect(charset).toEqual(plain);
       }
+      // A declared length that comes in pieces: answered once all of it has, the pieces joined before decoding.
+      const accented = JSON.stringify({ key: acme.keys.domain, path: "/domains/sip.acme.example/café" });
+      const headers = { "Content-Type": "application/json", "Content-Length": String(Buffer.byteLength(accented)) };
+      const whole = await post(accented, headers);
+      expect(JSON.parse(whole.body)).toMatchObject({ valid: true, code: "VALID" });
+      expect(await post(accented, headers, true)).toEqual(whole);
     } finally {
       await server.close(0);
     }
