@@ -67,15 +67,6 @@ export function withVerifyFastPath(ctx: Context, trusted: TrustedProxies, next: 
     const reqId = requestId(req);
     const answering: Answering = { route: "/verify" };
     logWhenAnswered(ctx, req, res, reqId, answering);
-    // Answered once the declared length has come (Node's parser allows no more), without waiting for
-    // the stream's 'end', a turn later; the body comes in one piece unless it is large.
-    const chunks: Buffer[] = [];
-    let received = 0;
-    req.on("data", (chunk: Buffer) => {
-      chunks.push(chunk);
-      received += chunk.length;
-      if (received === length) answer(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-    });
     const answer = (body: Buffer) => {
       let input: unknown;
       try {
@@ -88,6 +79,11 @@ export function withVerifyFastPath(ctx: Context, trusted: TrustedProxies, next: 
         (error) => answerError(echoRequestId(res, reqId), error, ctx.log, reqId),
       );
     };
+    // Answered at the stream's 'end' (answering on the last 'data' leaves Node more work once the
+    // answer is written: the request is then still open); a body mostly comes in one piece.
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.once("end", () => answer(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
   };
 }
 
