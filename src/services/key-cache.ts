@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import { LRUCache } from "lru-cache";
 import { StoreUnavailable } from "../domain/errors.ts";
 import type { StoredKey } from "../domain/model.ts";

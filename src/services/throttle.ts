@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import { LRUCache } from "lru-cache";
 import { AppError } from "../domain/errors.ts";
 
