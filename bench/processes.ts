@@ -72,6 +72,9 @@ async function until(child: ChildProcess, output: () => string, ready: () => Pro
   throw new Error(`${what} was not ready in 60 s:\n${output()}`);
 }
 
+/** A process whose CPU a measured run counts as its own. */
+export type Metered = Pick<Server, "name" | "pid">;
+
 export interface KeyplaneEnv {
   databaseUrl: string;
   masterKey: string;

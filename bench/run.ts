@@ -12,7 +12,7 @@ import { client, expectStatus, type Client } from "./http.ts";
 import { load, percentile, summarize, type LoadResult } from "./load.ts";
 import { metricsPhase } from "./metrics.ts";
 import { scalingPhase } from "./scaling.ts";
-import { cpuMeter, memoryOf, REPO, resetPeak, sleep, startBare, startKeyplane, type CpuUse, type KeyplaneEnv, type Server } from "./processes.ts";
+import { cpuMeter, memoryOf, REPO, resetPeak, sleep, startBare, startKeyplane, type CpuUse, type KeyplaneEnv, type Metered, type Server } from "./processes.ts";
 import { profileText, summarizeProfile, type ProfileSummary } from "./profile.ts";
 import { FIGURES, figures, machine, markdownTable, versions, type FigureKey } from "./report.ts";
 
@@ -88,10 +88,10 @@ const say = (text: string) => process.stderr.write(`[bench] ${text}\n`);
 /** CPU used by each party during each measured run, by run. */
 const cpu: Record<string, CpuUse> = {};
 /** When each measured run ran, on the monotonic clock V8's CPU profiles use (microseconds), and on which servers. */
-const windows: { name: string; servers: Server[]; fromUs: number; toUs: number }[] = [];
+const windows: { name: string; servers: Metered[]; fromUs: number; toUs: number }[] = [];
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 
-async function metered<T>(name: string, servers: Server[], db: BenchDatabase, run: () => Promise<T>): Promise<T> {
+async function metered<T>(name: string, servers: Metered[], db: BenchDatabase, run: () => Promise<T>): Promise<T> {
   const stop = cpuMeter(Object.fromEntries(servers.map((server) => [server.name, server.pid])), db.name);
   const fromUs = monotonicUs();
   const result = await run();
@@ -467,7 +467,7 @@ async function main(): Promise<number> {
     if (s.phases.has("gateway")) {
       const tools = {
         ...s, say, expectAnswers, problem: (text: string) => problems.push(text),
-        metered: (name: string, servers: Server[], run: () => Promise<LoadResult>) => metered(name, servers, database, run),
+        metered: (name: string, servers: Metered[], run: () => Promise<LoadResult>) => metered(name, servers, database, run),
       };
       const gateway = await gatewayPhase(tools, a, db, fixture);
       Object.assign(values, gateway.figures);
@@ -549,7 +549,7 @@ async function main(): Promise<number> {
 /** Who used the cores during each measured run: on a shared machine, "others" is the disturbance. */
 function cpuTable(): string {
   const rows = Object.entries(cpu).map(([name, c]) => {
-    const servers = Object.entries(c.servers).map(([server, sec]) => `${server === "bare" ? "bare" : "keyplane " + server} ${sec}`).join(", ");
+    const servers = Object.entries(c.servers).map(([server, sec]) => `${server === "bare" || server.startsWith("nginx") ? server : "keyplane " + server} ${sec}`).join(", ");
     return `| ${name} | ${c.seconds} | ${servers} | ${c.postgres} | ${c.loadGenerator} | ${c.others} | ${Math.round(c.machineBusy * 100)}% |`;
   });
   if (!rows.length) return "";

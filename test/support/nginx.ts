@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import net, { type AddressInfo } from "node:net";
@@ -39,6 +39,8 @@ export interface Nginx {
   url: string;
   /** What nginx wrote to stderr. */
   log(): string;
+  /** Its processes, the master and its worker (whose CPU the benchmark counts as nginx's). */
+  pids(): number[];
   stop(): Promise<void>;
 }
 
@@ -67,6 +69,7 @@ export async function startNginx(servers: string, port: number): Promise<Nginx> 
   return {
     url: `http://127.0.0.1:${port}`,
     log: () => stderr,
+    pids: () => [child.pid!, ...childrenOf(child.pid!)],
     async stop() {
       if (child.exitCode === null) {
         child.kill("SIGQUIT");
@@ -75,6 +78,14 @@ export async function startNginx(servers: string, port: number): Promise<Nginx> 
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").split(" ").filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
 }
 
 /** Resolves once something accepts connections on the port (nginx has no readiness signal of its own). */
