@@ -67,10 +67,14 @@ export function withVerifyFastPath(ctx: Context, trusted: TrustedProxies, next: 
     const reqId = requestId(req);
     const answering: Answering = { route: "/verify" };
     logWhenAnswered(ctx, req, res, reqId, answering);
-    const answer = (body: Buffer) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    // Answered at the stream's 'end': answering on the last 'data' left Node more work once the
+    // answer was written, the request being still open then.
+    req.once("end", () => {
       let input: unknown;
       try {
-        input = JSON.parse(body.toString("utf8"));
+        input = JSON.parse((chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString("utf8"));
       } catch {
         return sendError(echoRequestId(res, reqId), "bad_request", "The request body is not valid JSON.");
       }
@@ -78,12 +82,7 @@ export function withVerifyFastPath(ctx: Context, trusted: TrustedProxies, next: 
         () => after(verdictText(ctx, clientAddress(req, trusted), plainVerifyBody(input) ?? parse(verifyBody, input, "request body")), (json) => sendJsonText(res, json, reqId)),
         (error) => answerError(echoRequestId(res, reqId), error, ctx.log, reqId),
       );
-    };
-    // Answered at the stream's 'end' (answering on the last 'data' leaves Node more work once the
-    // answer is written: the request is then still open); a body mostly comes in one piece.
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.once("end", () => answer(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    });
   };
 }
 

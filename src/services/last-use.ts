@@ -31,7 +31,7 @@ export class LastUse {
   record(key: StoredKey, at: Date): void {
     const use = this.#pending.get(key.id);
     if (use === undefined) this.#pending.set(key.id, { hash: key.hash, at });
-    // Compared as numbers: \`<\` on two Dates looks up how to make numbers of them, on every request.
+    // Compared as numbers: < on two Dates looks up how to make numbers of them, on every request.
     else if (use.at.getTime() < at.getTime()) use.at = at;
   }
 
