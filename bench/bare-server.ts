@@ -1,5 +1,6 @@
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { hasBody } from "../src/http/body.ts";
 
 // The benchmark's baseline: a bare node:http server in a process of its own, doing the I/O keyplane
 // does and nothing else: it reads the request's body, when there is one (without parsing it), and
@@ -12,10 +13,6 @@ const headers = { "Content-Type": "application/json; charset=utf-8", "Content-Le
 function answer(res: ServerResponse): void {
   res.writeHead(200, headers);
   res.end(body);
-}
-
-function hasBody(req: IncomingMessage): boolean {
-  return req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined;
 }
 
 const server = createServer((req, res) => {
