@@ -5,14 +5,17 @@ import { listen } from "../http/server.ts";
 import { createKeyplane, openDatabase } from "../keyplane.ts";
 import { createLogger } from "../logging.ts";
 import { startOperator } from "../operator/start.ts";
+import { keepTickShape } from "./tick-shape.ts";
 
 /** `keyplane serve`: the REST API, and the operator where a cluster is reachable. Stops cleanly on SIGTERM/SIGINT. */
 export async function serve(config: Config): Promise<void> {
   // Node's HTTP server and the PostgreSQL client run through the same stream and tick internals, which
   // then see more object shapes per call site than V8 tracks by default (4): past that, a site is
   // looked up generically for the life of the process, and verification slowed by a tenth or more.
-  // Set before any request is served (docs/adr/0009-v8-polymorphic-sites.md).
+  // Set before any request is served (docs/adr/0009-v8-polymorphic-sites.md). And the shapes of
+  // nextTick's entries must outlive the quiet moments (docs/adr/0010-tick-shape.md).
   setFlagsFromString("--max-valid-polymorphic-map-count=16");
+  if (!keepTickShape()) process.emitWarning("keyplane: no tick seen to keep (docs/adr/0010-tick-shape.md); verification may run slower");
   const secrets = await loadSecrets(config);
   const log = createLogger({ level: config.logLevel, secrets: [secrets.adminToken] });
   if (secrets.generatedAdminToken) {
