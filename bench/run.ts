@@ -100,6 +100,12 @@ async function metered<T>(name: string, servers: Metered[], db: BenchDatabase, r
   return result;
 }
 const round = (n: number, digits = 2) => Number(n.toFixed(digits));
+
+/** A metered load run on one server, with the CPU microseconds that server spent per request. */
+async function meteredOn(name: string, server: Metered, db: BenchDatabase, run: () => Promise<LoadResult>): Promise<{ result: LoadResult; usPerRequest: number }> {
+  const result = await metered(name, [server], db, run);
+  return { result, usPerRequest: round((1e6 * (cpu[name]?.servers[server.name] ?? NaN)) / result.requests, 1) };
+}
 const roundAll = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, typeof v === "number" ? round(v, 3) : v])) as T;
 
 /** Things that make a figure meaningless (wrong answers, errors): the run fails on them, unlike on a missed target. */
@@ -475,7 +481,7 @@ async function main(): Promise<number> {
       runs.gateway = gateway;
     }
     if (s.phases.has("metrics")) {
-      const metrics = await metricsPhase({ ...s, say, expectAnswers }, a, env, fixture);
+      const metrics = await metricsPhase({ ...s, say, expectAnswers, metered: (name, server, run) => meteredOn(name, server, database, run) }, a, env, fixture);
       Object.assign(values, metrics.figures);
       Object.assign(details, metrics.details);
       runs.metrics = metrics;
