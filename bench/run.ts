@@ -167,11 +167,12 @@ async function selfPhase(s: Settings, a: Server, db: BenchDatabase, fixture: Fix
     await load({ url: bare.url, connections: s.connections, duration: s.warmupSeconds, requests });
     await load({ url: a.url, connections: s.connections, duration: s.warmupSeconds, requests });
     say(`bare node:http, ${s.connections} connections, ${s.seconds} s`);
-    const bareBefore = await metered("bare node:http", [bare], db, () => load({ url: bare.url, connections: s.connections, duration: s.seconds, requests }));
+    // Each with the CPU its server spent per request: less disturbed by other work on the machine than throughput is.
+    const { result: bareBefore, usPerRequest: bareBeforeUs } = await meteredOn("bare node:http", bare, db, () => load({ url: bare.url, connections: s.connections, duration: s.seconds, requests }));
     say(`keyplane GET /keys/self, ${s.connections} connections, ${s.seconds} s`);
-    const self = await metered("GET /keys/self", [a], db, () => load({ url: a.url, connections: s.connections, duration: s.seconds, requests }));
+    const { result: self, usPerRequest: selfUs } = await meteredOn("GET /keys/self", a, db, () => load({ url: a.url, connections: s.connections, duration: s.seconds, requests }));
     say(`bare node:http again, ${s.seconds} s`);
-    const bareAfter = await metered("bare node:http, again", [bare], db, () => load({ url: bare.url, connections: s.connections, duration: s.seconds, requests }));
+    const { result: bareAfter, usPerRequest: bareAfterUs } = await meteredOn("bare node:http, again", bare, db, () => load({ url: bare.url, connections: s.connections, duration: s.seconds, requests }));
     expectAnswers("bare", bareBefore, ["200"]);
     expectAnswers("bare", bareAfter, ["200"]);
     expectAnswers("GET /keys/self", self, ["200"]);
@@ -182,13 +183,7 @@ async function selfPhase(s: Settings, a: Server, db: BenchDatabase, fixture: Fix
     values.selfP50Ms = round(self.latency.p50, 3);
     values.selfP99Ms = round(self.latency.p99, 3);
     details.bareRequestsPerSecond = `mean of ${fmt(bareBefore.requestsPerSecond)} before and ${fmt(bareAfter.requestsPerSecond)} after; p50 ${round((bareBefore.latency.p50 + bareAfter.latency.p50) / 2)} ms, p99 ${round((bareBefore.latency.p99 + bareAfter.latency.p99) / 2)} ms`;
-    // CPU per request of each server: less disturbed by other work on the machine than throughput is.
-    const usPerRequest = (run: string, result: LoadResult) => round((1e6 * (cpu[run]?.servers[run === "GET /keys/self" ? a.name : "bare"] ?? NaN)) / result.requests, 1);
-    const cpuPerRequestUs = {
-      keyplane: usPerRequest("GET /keys/self", self),
-      bareBefore: usPerRequest("bare node:http", bareBefore),
-      bareAfter: usPerRequest("bare node:http, again", bareAfter),
-    };
+    const cpuPerRequestUs = { keyplane: selfUs, bareBefore: bareBeforeUs, bareAfter: bareAfterUs };
     const bareUs = (cpuPerRequestUs.bareBefore + cpuPerRequestUs.bareAfter) / 2;
     details.selfVsBare = `${fmt(self.requestsPerSecond)} vs ${fmt(bareRps)} req/s; server CPU per request ${cpuPerRequestUs.keyplane} vs ${round(bareUs, 1)} µs`;
     return {
