@@ -80,6 +80,33 @@ describe("KeyCache", () => {
     expect(store.queries).toBe(2);
   });
 
+  it("shares one query among concurrent look-ups of the same token", async () => {
+    const store = fakeStore();
+    store.live.add(hash(1));
+    const v = new KeyCache(store);
+    const release = store.hold();
+    const waiting = Array.from({ length: 10 }, () => v.lookup(hash(1)));
+    release();
+    for (const answer of await Promise.all(waiting)) expect(answer).toMatchObject({ id: 1 });
+    expect(store.queries).toBe(1);
+    expect(v.stats()).toMatchObject({ hits: 0, misses: 10, queries: 1 });
+  });
+
+  it("does not let a look-up that starts after an invalidation wait for one from before it", async () => {
+    const store = fakeStore();
+    store.live.add(hash(1));
+    const v = new KeyCache(store);
+    const release = store.hold();
+    const before = v.lookup(hash(1)); // reads "live" ...
+    store.live.delete(hash(1)); // ... the key is deleted meanwhile and the deletion announced,
+    v.invalidate(hash(1));
+    const after = v.lookup(hash(1)); // so this one asks the store itself.
+    release();
+    expect(await before).toBeDefined();
+    expect(await after).toBeUndefined();
+    expect(store.queries).toBe(2);
+  });
+
   it("expires entries after the TTL", async () => {
     const store = fakeStore();
     let now = 1_000;

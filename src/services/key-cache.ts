@@ -15,8 +15,10 @@ import type { Maybe } from "./maybe.ts";
 // - other processes hear of it through NOTIFY and drop the entry;
 // - while notifications may be missed (the listening connection lost), no entry is fresh: every
 //   look-up asks the database; once listening again, every entry older than that is asked about again;
-// - a look-up started before an invalidation never caches its answer (the epoch check), and every
-//   entry is fresh for `ttlMs` at most, whatever happens;
+// - a look-up started before an invalidation never caches its answer (the epoch check), nor is it
+//   shared with a look-up that starts after it; every entry is fresh for `ttlMs` at most, whatever happens;
+// - concurrent look-ups of one token share one query: when a hot key's entry ends, the requests
+//   already arriving wait for one answer rather than each asking the database;
 // - while the database cannot be reached, a key seen valid within `staleMs` is still answered
 //   (stale-if-error, docs/api.md "When the database cannot be reached"); nothing else is.
 const UNKNOWN = Symbol("unknown");
@@ -52,6 +54,8 @@ export class KeyCache {
   readonly #staleMs: number;
   readonly #now: () => number;
   readonly #stats = { hits: 0, misses: 0, queries: 0, stale: 0 };
+  /** The look-up under way for each token hash: later misses of the same token wait for it. */
+  readonly #loading = new Map<string, Promise<StoredKey | undefined>>();
   #epoch = 0;
   /** Entries from before this moment are not fresh: notifications may have been missed since. */
   #freshSince = -Infinity;
@@ -78,11 +82,18 @@ export class KeyCache {
       this.#stats.hits++;
       return cached.value === UNKNOWN ? undefined : cached.value;
     }
-    return this.#load(hashHex, cached, now);
+    this.#stats.misses++;
+    let loading = this.#loading.get(hashHex);
+    if (loading === undefined) {
+      const started = this.#load(hashHex, cached, now).finally(() => {
+        if (this.#loading.get(hashHex) === started) this.#loading.delete(hashHex);
+      });
+      this.#loading.set(hashHex, (loading = started));
+    }
+    return loading;
   }
 
   async #load(hashHex: string, cached: Entry | undefined, now: number): Promise<StoredKey | undefined> {
-    this.#stats.misses++;
     const epoch = this.#epoch;
     this.#stats.queries++;
     let found: StoredKey | undefined;
@@ -123,6 +134,7 @@ export class KeyCache {
   invalidate(hashHex: string): void {
     this.#epoch++;
     this.#cache.delete(hashHex);
+    this.#loading.delete(hashHex);
   }
 
   /**
@@ -140,6 +152,7 @@ export class KeyCache {
   clear(): void {
     this.#epoch++;
     this.#cache.clear();
+    this.#loading.clear();
   }
 
   /**
@@ -149,6 +162,7 @@ export class KeyCache {
    */
   listening(state: ListenState): void {
     this.#epoch++;
+    this.#loading.clear();
     this.#listening = state === "restored";
     this.#freshSince = this.#now();
   }
