@@ -91,3 +91,55 @@ export async function createBenchDatabase(serverUrl: string): Promise<BenchDatab
     },
   };
 }
+
+/** A measured run and what PostgreSQL counted over it (bench/README.md, "Counting database queries"). */
+export interface CountedRun<T> {
+  result: T;
+  /** The reading before the run. */
+  from: number;
+  /** Transactions counted from the reading before the run to the one after it. */
+  transactions: number;
+  windowSeconds: number;
+  /** Transactions counted over an interval right after, with nothing running. */
+  idle: number;
+  idleWindowSeconds: number;
+  /** The idle rate over the window: keyplane's own background work, not the run's. */
+  background: number;
+  /** What the run itself made the database do. */
+  queries: number;
+}
+
+/**
+ * Runs `run` between two readings of the transactions count, then reads it over an idle interval and
+ * takes that rate off: keyplane's background work (the expiry sweep, the last-use batch) and
+ * PostgreSQL's own go on whether or not anything is measured. `settle`: each reading waits for every backend's counts (the full run); otherwise read at
+ * once, over a 2 s idle interval (the short run, for CI's time).
+ */
+export async function countTransactions<T>(db: BenchDatabase, settle: boolean, run: () => Promise<T>): Promise<CountedRun<T>> {
+  const reading = () => (settle ? db.settledTransactions() : db.transactions());
+  const start = await reading();
+  const startedAt = performance.now();
+  const result = await run();
+  const end = await reading();
+  const windowSeconds = (performance.now() - startedAt) / 1000;
+  const idleFrom = performance.now();
+  const idleEnd = settle ? await db.settledTransactions() : await sleep(2_000).then(() => db.transactions());
+  const idleWindowSeconds = (performance.now() - idleFrom) / 1000;
+  const background = ((idleEnd - end) / idleWindowSeconds) * windowSeconds;
+  const transactions = end - start;
+  return { result, from: start, transactions, windowSeconds, idle: idleEnd - end, idleWindowSeconds, background, queries: Math.max(0, transactions - background) };
+}
+
+/** The count behind a CountedRun's queries, for the JSON report. */
+export function countFigures(counted: CountedRun<unknown>) {
+  const { transactions, windowSeconds, idle, idleWindowSeconds, background } = counted;
+  return { measured: transactions, windowSeconds: tenths(windowSeconds), idle, idleWindowSeconds: tenths(idleWindowSeconds), backgroundSubtracted: tenths(background) };
+}
+
+/** The count behind a CountedRun's queries, for a figure's details. */
+export function countDetail(counted: CountedRun<unknown>): string {
+  return `${counted.transactions} transactions over ${tenths(counted.windowSeconds)} s, less ${tenths(counted.background)} of background: ${counted.idle} over ${tenths(counted.idleWindowSeconds)} s idle`;
+}
+
+const tenths = (n: number) => Number(n.toFixed(1));
+

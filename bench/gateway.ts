@@ -1,6 +1,6 @@
 import type autocannon from "autocannon";
 import { freePort as nginxPort, nginxMissing, shippedConfig, startNginx } from "../test/support/nginx.ts";
-import type { BenchDatabase } from "./database.ts";
+import { countDetail, countFigures, countTransactions, type BenchDatabase } from "./database.ts";
 import { load, type LoadResult } from "./load.ts";
 import { startBare, type Metered, type Server } from "./processes.ts";
 
@@ -10,6 +10,8 @@ import { startBare, type Metered, type Server } from "./processes.ts";
 // with auth_request to keyplane (the shipped deploy/nginx/keyplane.conf).
 
 export interface GatewayTools {
+  /** Whether to wait for PostgreSQL's counts to settle around each count (the full run). */
+  settle: boolean;
   connections: number;
   seconds: number;
   warmupSeconds: number;
@@ -33,7 +35,7 @@ export interface GatewayFigures {
 
 const round = (n: number, digits = 3) => Number(n.toFixed(digits));
 
-export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase, fixture: { customer: string; token: string }): Promise<{ figures: GatewayFigures; details: Record<string, string> }> {
+export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase, fixture: { customer: string; token: string }): Promise<{ figures: GatewayFigures; details: Record<string, string>; transactions: Record<"auth" | "verify", ReturnType<typeof countFigures>> }> {
   const path = `/customers/${fixture.customer}/invoices`;
   const auth: autocannon.Request[] = [{ method: "GET", path: "/auth", headers: { authorization: `Bearer ${fixture.token}`, "x-original-method": "GET", "x-original-uri": path } }];
   const verify: autocannon.Request[] = [{ method: "POST", path: "/verify", headers: { "content-type": "application/json" }, body: JSON.stringify({ key: fixture.token, path }) }];
@@ -52,11 +54,9 @@ export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase
     await run(a.url, auth, t.warmupSeconds);
     await run(a.url, verify, t.warmupSeconds);
     const measured = async (name: string, requests: autocannon.Request[]) => {
-      const from = await db.transactions();
-      const result = await t.metered(name, [a], () => run(a.url, requests));
-      const transactions = (await db.transactions()) - from;
-      t.expectAnswers(name, result, ["200"]);
-      return { result, transactions, queriesPerRequest: Math.max(0, transactions) / result.requests };
+      const counted = await countTransactions(db, t.settle, () => t.metered(name, [a], () => run(a.url, requests)));
+      t.expectAnswers(name, counted.result, ["200"]);
+      return { ...counted, queriesPerRequest: counted.queries / counted.result.requests };
     };
     /** The endpoint's run between two runs of its baseline: its throughput and the baseline's mean. */
     const againstBare = async (name: string, baseline: Server, requests: autocannon.Request[]) => {
@@ -72,9 +72,7 @@ export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase
     const verifyRun = await againstBare("POST /verify", bareVerify, verify);
     details.authVsBare = authRun.detail;
     details.verifyVsBare = `${verifyRun.detail} (the bare server reading the body and answering the same ${Buffer.byteLength(verdictBody)} bytes)`;
-    // The count itself beside the ratio: any background work on the database in those seconds counts too.
-    const counted = (run: { transactions: number; result: LoadResult }) =>
-      `${run.transactions} PostgreSQL transactions over ${run.result.requests} requests (pg_stat_database, read at once: approximate)`;
+    const counted = (run: typeof authRun) => `${Number(run.queries.toFixed(1))} over ${run.result.requests} requests (${countDetail(run)})`;
     details.authQueriesPerRequest = counted(authRun);
     details.verifyQueriesPerRequest = counted(verifyRun);
 
@@ -92,6 +90,7 @@ export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase
         nginxAuthVsPlain: nginx,
       },
       details,
+      transactions: { auth: countFigures(authRun), verify: countFigures(verifyRun) },
     };
   } finally {
     await Promise.all([bare.stop(), bareVerify.stop()]);

@@ -7,7 +7,7 @@ import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type autocannon from "autocannon";
 import { gatewayPhase } from "./gateway.ts";
-import { createBenchDatabase, DEFAULT_DATABASE_URL, type BenchDatabase } from "./database.ts";
+import { countDetail, countFigures, countTransactions, createBenchDatabase, DEFAULT_DATABASE_URL, type BenchDatabase } from "./database.ts";
 import { client, expectStatus, type Client } from "./http.ts";
 import { load, percentile, summarize, type LoadResult } from "./load.ts";
 import { metricsPhase } from "./metrics.ts";
@@ -217,22 +217,13 @@ async function mixedPhase(s: Settings, a: Server, db: BenchDatabase, fixture: Fi
   const before = await db.transactions();
   const warm = await load({ url: a.url, connections: s.connections, amount: 4 * s.unknownPool, requests });
   expectAnswers("unknown tokens, warm-up", warm, ["200", "401"]);
-  say("waiting for PostgreSQL's statistics to settle (an idle backend flushes its counts within 10 s)");
-  const start = await db.settledTransactions();
-  const startedAt = performance.now();
-  say(`unknown tokens: 50% of requests, ${s.connections} connections, ${s.seconds} s`);
-  const mixed = await metered("50% unknown tokens", [a], db, () => load({ url: a.url, connections: s.connections, duration: s.seconds, requests }));
+  say("waiting for PostgreSQL's statistics to settle (an idle backend flushes its counts within 10 s), then counting over the run and over as long an idle interval");
+  const counted = await countTransactions(db, s.mode === "full", () => {
+    say(`unknown tokens: 50% of requests, ${s.connections} connections, ${s.seconds} s`);
+    return metered("50% unknown tokens", [a], db, () => load({ url: a.url, connections: s.connections, duration: s.seconds, requests }));
+  });
+  const { result: mixed, queries } = counted;
   expectAnswers("unknown tokens", mixed, ["200", "401"]);
-  const end = await db.settledTransactions();
-  const window = (performance.now() - startedAt) / 1000;
-  // Idle noise: transactions counted while nothing runs (autovacuum, say). The full run waits for the
-  // statistics to settle again; the short one, for CI's time, only looks over 2 s.
-  say("measuring idle noise (transactions counted while nothing runs)");
-  const idleFrom = performance.now();
-  const idleEnd = s.mode === "full" ? await db.settledTransactions() : await sleep(2_000).then(() => db.transactions());
-  const idleWindow = (performance.now() - idleFrom) / 1000;
-  const noise = ((idleEnd - end) / idleWindow) * window;
-  const queries = Math.max(0, end - start - noise);
   const unknown = mixed.statuses["401"] ?? 0;
   const valid = mixed.statuses["200"] ?? 0;
   const perUnknown = unknown > 0 ? queries / unknown : NaN;
@@ -241,14 +232,14 @@ async function mixedPhase(s: Settings, a: Server, db: BenchDatabase, fixture: Fi
   values.mixedValidP99Ms = round(mixed.latencyByStatus["200"]?.p99 ?? NaN, 3);
   values.queriesPerUnknownToken = round(perUnknown, 6);
   details.mixedVsValid = `${fmt(mixed.requestsPerSecond)} vs ${fmt(allValidRps ?? NaN)} req/s all-valid`;
-  details.queriesPerUnknownToken = `${round(queries, 1)} queries for ${fmt(unknown)} unknown-token requests; warm-up: ${start - before} for ${s.unknownPool} new tokens`;
+  details.queriesPerUnknownToken = `${round(queries, 1)} queries for ${fmt(unknown)} unknown-token requests (${countDetail(counted)}); warm-up: ${counted.from - before} for ${s.unknownPool} new tokens`;
   return {
     poolSize: s.unknownPool,
-    warmup: { ...brief(warm), transactions: start - before },
+    warmup: { ...brief(warm), transactions: counted.from - before },
     measured: brief(mixed),
     validRequestsPerSecond: round(valid / mixed.seconds, 0),
     unknownRequestsPerSecond: round(unknown / mixed.seconds, 0),
-    transactions: { measured: end - start, windowSeconds: round(window, 1), idle: idleEnd - end, idleWindowSeconds: round(idleWindow, 1), noiseSubtracted: round(noise, 2) },
+    transactions: countFigures(counted),
     queries: round(queries, 2),
   };
 }
@@ -467,7 +458,7 @@ async function main(): Promise<number> {
     }
     if (s.phases.has("gateway")) {
       const tools = {
-        ...s, say, expectAnswers, problem: (text: string) => problems.push(text),
+        ...s, settle: s.mode === "full", say, expectAnswers, problem: (text: string) => problems.push(text),
         metered: (name: string, servers: Metered[], run: () => Promise<LoadResult>) => metered(name, servers, database, run),
       };
       const gateway = await gatewayPhase(tools, a, db, fixture);
