@@ -70,8 +70,9 @@ export function withVerifyFastPath(ctx: Context, trusted: TrustedProxies, next: 
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     // Answered at the stream's 'end': answering on the last 'data' left Node more work once the
-    // answer was written, the request being still open then.
-    req.once("end", () => {
+    // answer was written, the request being still open then. A stream ends once: a plain listener
+    // spares the wrapper once() adds.
+    req.on("end", () => {
       let input: unknown;
       try {
         input = JSON.parse((chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString("utf8"));
