@@ -112,8 +112,9 @@ export interface CountedRun<T> {
 /**
  * Runs `run` between two readings of the transactions count, then reads it over an idle interval and
  * takes that rate off: keyplane's background work (the expiry sweep, the last-use batch) and
- * PostgreSQL's own go on whether or not anything is measured. `settle`: each reading waits for every backend's counts (the full run); otherwise read at
- * once, over a 2 s idle interval (the short run, for CI's time).
+ * PostgreSQL's own go on whether or not anything is measured. `settle`: each reading waits for every
+ * backend's counts (the full run); otherwise read at once, over a 2 s idle interval (the short run,
+ * for CI's time).
  */
 export async function countTransactions<T>(db: BenchDatabase, settle: boolean, run: () => Promise<T>): Promise<CountedRun<T>> {
   const reading = () => (settle ? db.settledTransactions() : db.transactions());
@@ -142,4 +143,3 @@ export function countDetail(counted: CountedRun<unknown>): string {
 }
 
 const tenths = (n: number) => Number(n.toFixed(1));
-

@@ -16,7 +16,8 @@ import type { Maybe } from "./maybe.ts";
 // - while notifications may be missed (the listening connection lost), no entry is fresh: every
 //   look-up asks the database; once listening again, every entry older than that is asked about again;
 // - a look-up started before an invalidation never caches its answer (the epoch check), nor is it
-//   shared with a look-up that starts after it; every entry is fresh for `ttlMs` at most, whatever happens;
+//   shared with a look-up that starts after it; every entry is fresh for `ttlMs` at most, whatever
+//   happens;
 // - concurrent look-ups of one token share one query: when a hot key's entry ends, the requests
 //   already arriving wait for one answer rather than each asking the database;
 // - while the database cannot be reached, a key seen valid within `staleMs` is still answered
