@@ -28,4 +28,5 @@ COPY crds ./crds
 # The image's "node" user, by number, so that Kubernetes can check runAsNonRoot.
 USER 1000:1000
 EXPOSE 8080
-CMD ["node", "src/cli/main.ts", "serve"]
+# The young generation kept at 16 MiB or more, as `npm start` keeps it (docs/adr/0011-young-generation.md).
+CMD ["node", "--min-semi-space-size=16", "src/cli/main.ts", "serve"]

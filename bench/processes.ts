@@ -82,9 +82,12 @@ export interface KeyplaneEnv {
   dataDir: string;
 }
 
+/** The node flags `npm start` runs keyplane with (docs/adr/0011-young-generation.md): it is measured as it is run. */
+const START_FLAGS = (JSON.parse(readFileSync(`${REPO}package.json`, "utf8")) as { scripts: { start: string } }).scripts.start.split(" ").filter((word) => word.startsWith("--"));
+
 export async function startKeyplane(name: string, env: KeyplaneEnv, nodeArgs: string[] = [], moreEnv: Record<string, string> = {}): Promise<Server> {
   const port = await freePort();
-  const { child, output } = start(name, [...nodeArgs, "src/cli/main.ts", "serve"], {
+  const { child, output } = start(name, [...START_FLAGS, ...nodeArgs, "src/cli/main.ts", "serve"], {
     ...process.env,
     DATABASE_URL: env.databaseUrl,
     KEYPLANE_MASTER_KEY: env.masterKey,
