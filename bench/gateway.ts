@@ -66,13 +66,17 @@ export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase
       const after = await t.metered(`${name}: bare node:http, again`, [baseline], () => run(baseline.url, requests));
       for (const result of [before, after]) t.expectAnswers(`${name}: bare`, result, ["200"]);
       const bareRps = (before.requestsPerSecond + after.requestsPerSecond) / 2;
-      return { ...endpoint, bareRps, detail: `${Math.round(endpoint.result.requestsPerSecond)} vs ${Math.round(bareRps)} req/s` };
+      // The bare server's own p99 beside keyplane's: on a shared machine the tail is partly the machine's.
+      const bareP99 = `bare node:http ${round(before.latency.p99)} ms before, ${round(after.latency.p99)} ms after`;
+      return { ...endpoint, bareRps, bareP99, detail: `${Math.round(endpoint.result.requestsPerSecond)} vs ${Math.round(bareRps)} req/s` };
     };
     const authRun = await againstBare("GET /auth", bare, auth);
     const verifyRun = await againstBare("POST /verify", bareVerify, verify);
     details.authVsBare = authRun.detail;
     details.verifyVsBare = `${verifyRun.detail} (the bare server reading the body and answering the same ${Buffer.byteLength(verdictBody)} bytes)`;
     const counted = (run: typeof authRun) => `${Number(run.queries.toFixed(1))} over ${run.result.requests} requests (${countDetail(run)})`;
+    details.authP99Ms = authRun.bareP99;
+    details.verifyP99Ms = verifyRun.bareP99;
     details.authQueriesPerRequest = counted(authRun);
     details.verifyQueriesPerRequest = counted(verifyRun);
 
