@@ -34,6 +34,9 @@ export interface GatewayFigures {
 }
 
 const round = (n: number, digits = 3) => Number(n.toFixed(digits));
+/** Rounds of an endpoint against its baseline: an odd number, so that the median is one of them. */
+const ROUNDS = 3;
+const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
 
 export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase, fixture: { customer: string; token: string }): Promise<{ figures: GatewayFigures; details: Record<string, string>; transactions: Record<"auth" | "verify", ReturnType<typeof countFigures>> }> {
   const path = `/customers/${fixture.customer}/invoices`;
@@ -53,43 +56,64 @@ export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase
     await run(bareVerify.url, verify, t.warmupSeconds);
     await run(a.url, auth, t.warmupSeconds);
     await run(a.url, verify, t.warmupSeconds);
-    const measured = async (name: string, requests: autocannon.Request[]) => {
-      const counted = await countTransactions(db, t.settle, () => t.metered(name, [a], () => run(a.url, requests)));
-      t.expectAnswers(name, counted.result, ["200"]);
-      return { ...counted, queriesPerRequest: counted.queries / counted.result.requests };
-    };
-    /** The endpoint's run between two runs of its baseline: its throughput and the baseline's mean. */
+    /**
+     * The endpoint and its baseline in turn, the baseline first and last: each endpoint run is set
+     * against the mean of the baseline runs either side of it, and the figures are the medians of the
+     * rounds, so that one disturbed run of either (this machine is shared) does not make the figure.
+     * The database's transactions are counted over all of it: the baseline never asks it anything.
+     */
     const againstBare = async (name: string, baseline: Server, requests: autocannon.Request[]) => {
-      const before = await t.metered(`${name}: bare node:http`, [baseline], () => run(baseline.url, requests));
-      t.say(`gateway: ${name}, ${t.connections} connections, ${t.seconds} s`);
-      const endpoint = await measured(name, requests);
-      const after = await t.metered(`${name}: bare node:http, again`, [baseline], () => run(baseline.url, requests));
-      for (const result of [before, after]) t.expectAnswers(`${name}: bare`, result, ["200"]);
-      const bareRps = (before.requestsPerSecond + after.requestsPerSecond) / 2;
-      // The bare server's own p99 beside keyplane's: on a shared machine the tail is partly the machine's.
-      const bareP99 = `bare node:http ${round(before.latency.p99)} ms before, ${round(after.latency.p99)} ms after`;
-      return { ...endpoint, bareRps, bareP99, detail: `${Math.round(endpoint.result.requestsPerSecond)} vs ${Math.round(bareRps)} req/s` };
+      const seconds = t.seconds / 2;
+      t.say(`gateway: ${name} and bare node:http in turn, ${ROUNDS} rounds of ${seconds} s each, ${t.connections} connections`);
+      const baselineRun = (i: number) => t.metered(`${name}: bare node:http ${i}`, [baseline], () => run(baseline.url, requests, seconds));
+      const counted = await countTransactions(db, t.settle, async () => {
+        const bares = [await baselineRun(1)];
+        const endpoints: LoadResult[] = [];
+        for (let i = 1; i <= ROUNDS; i++) {
+          endpoints.push(await t.metered(`${name} ${i}`, [a], () => run(a.url, requests, seconds)));
+          bares.push(await baselineRun(i + 1));
+        }
+        return { bares, endpoints };
+      });
+      const { bares, endpoints } = counted.result;
+      for (const result of bares) t.expectAnswers(`${name}: bare`, result, ["200"]);
+      for (const result of endpoints) t.expectAnswers(name, result, ["200"]);
+      const rounds = endpoints.map((endpoint, i) => ({ endpoint, bareRps: (bares[i]!.requestsPerSecond + bares[i + 1]!.requestsPerSecond) / 2 }));
+      const ratios = rounds.map((r) => r.endpoint.requestsPerSecond / r.bareRps);
+      const requestCount = endpoints.reduce((n, e) => n + e.requests, 0);
+      const each = (values: number[], digits = 3) => values.map((v) => round(v, digits)).join(", ");
+      return {
+        ...counted,
+        requests: requestCount,
+        vsBare: median(ratios),
+        p50: median(endpoints.map((e) => e.latency.p50)),
+        p99: median(endpoints.map((e) => e.latency.p99)),
+        queriesPerRequest: counted.queries / requestCount,
+        detail: `rounds ${each(ratios)}: ${rounds.map((r) => `${Math.round(r.endpoint.requestsPerSecond)} vs ${Math.round(r.bareRps)}`).join(", ")} req/s`,
+        // The bare server's own p99 beside keyplane's: on a shared machine the tail is partly the machine's.
+        p99Detail: `rounds ${each(endpoints.map((e) => e.latency.p99))} ms; bare node:http ${each(bares.map((b) => b.latency.p99))} ms`,
+      };
     };
     const authRun = await againstBare("GET /auth", bare, auth);
     const verifyRun = await againstBare("POST /verify", bareVerify, verify);
     details.authVsBare = authRun.detail;
     details.verifyVsBare = `${verifyRun.detail} (the bare server reading the body and answering the same ${Buffer.byteLength(verdictBody)} bytes)`;
-    const counted = (run: typeof authRun) => `${Number(run.queries.toFixed(1))} over ${run.result.requests} requests (${countDetail(run)})`;
-    details.authP99Ms = authRun.bareP99;
-    details.verifyP99Ms = verifyRun.bareP99;
+    const counted = (run: typeof authRun) => `${Number(run.queries.toFixed(1))} over ${run.requests} requests (${countDetail(run)})`;
+    details.authP99Ms = authRun.p99Detail;
+    details.verifyP99Ms = verifyRun.p99Detail;
     details.authQueriesPerRequest = counted(authRun);
     details.verifyQueriesPerRequest = counted(verifyRun);
 
     const nginx = await nginxRatio(t, a, bare, path, fixture.token, details);
     return {
       figures: {
-        authVsBare: round(authRun.result.requestsPerSecond / authRun.bareRps),
-        authP50Ms: round(authRun.result.latency.p50),
-        authP99Ms: round(authRun.result.latency.p99),
+        authVsBare: round(authRun.vsBare),
+        authP50Ms: round(authRun.p50),
+        authP99Ms: round(authRun.p99),
         authQueriesPerRequest: round(authRun.queriesPerRequest, 4),
-        verifyVsBare: round(verifyRun.result.requestsPerSecond / verifyRun.bareRps),
-        verifyP50Ms: round(verifyRun.result.latency.p50),
-        verifyP99Ms: round(verifyRun.result.latency.p99),
+        verifyVsBare: round(verifyRun.vsBare),
+        verifyP50Ms: round(verifyRun.p50),
+        verifyP99Ms: round(verifyRun.p99),
         verifyQueriesPerRequest: round(verifyRun.queriesPerRequest, 4),
         nginxAuthVsPlain: nginx,
       },

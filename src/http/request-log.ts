@@ -18,8 +18,9 @@ export function requestId(req: IncomingMessage): string {
 }
 
 // A new id is this process's own 64 random bits and the request's number in it (docs/api.md, "Logs"):
-// unique within the process, and across processes but by a one-in-2^64 chance. A random UUID per
-// request cost several times as much, in time and in garbage, on a path that answers in microseconds.
+// unique within the process, and across processes unless two of them draw the same 64 bits. A random
+// UUID per request cost several times as much, in time and in garbage, on a path that answers in
+// microseconds.
 const PROCESS_ID = randomBytes(8).toString("hex");
 let requestNumber = 0;
 
