@@ -1,7 +1,7 @@
 import type autocannon from "autocannon";
 import { freePort as nginxPort, nginxMissing, shippedConfig, startNginx } from "../test/support/nginx.ts";
 import { countDetail, countFigures, countTransactions, type BenchDatabase } from "./database.ts";
-import { load, type LoadResult } from "./load.ts";
+import { load, percentile, type LoadResult } from "./load.ts";
 import { startBare, type Metered, type Server } from "./processes.ts";
 
 // The gateway phase (bench/README.md): /auth and POST /verify with a valid key on a customer path
@@ -36,7 +36,7 @@ export interface GatewayFigures {
 const round = (n: number, digits = 3) => Number(n.toFixed(digits));
 /** Rounds of an endpoint against its baseline: an odd number, so that the median is one of them. */
 const ROUNDS = 3;
-const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
+const median = (values: number[]) => percentile([...values].sort((x, y) => x - y), 50);
 
 export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase, fixture: { customer: string; token: string }): Promise<{ figures: GatewayFigures; details: Record<string, string>; transactions: Record<"auth" | "verify", ReturnType<typeof countFigures>> }> {
   const path = `/customers/${fixture.customer}/invoices`;
