@@ -1,6 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import type { StoredKey } from "../domain/model.ts";
-import { levelOf, scopeOf } from "../domain/scope.ts";
+import { levelOf } from "../domain/scope.ts";
 import { bearerToken } from "../services/authenticate.ts";
 import type { Context } from "../services/context.ts";
 import { after, runNowOrLater, type Maybe } from "../services/maybe.ts";
@@ -48,7 +48,7 @@ export function identityHeaders(key: StoredKey): Record<string, string> {
   const headers: Record<string, string> = {
     "X-Keyplane-Key-Id": String(key.id),
     "X-Keyplane-Key-Type": key.type,
-    "X-Keyplane-Level": levelOf(scopeOf(key)),
+    "X-Keyplane-Level": levelOf(key),
     "X-Keyplane-Customer-Id": String(key.tenantId),
     "X-Keyplane-Customer": headerText(key.tenant.name),
   };

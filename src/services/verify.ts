@@ -36,7 +36,7 @@ export function verifyRequest(ctx: Context, req: VerifyRequest): Maybe<Verdict> 
     if (typeof key === "string") return { code: key.toUpperCase() as Uppercase<typeof key> };
     return after(req.path === undefined || mayReachPath(ctx, key, req.method, req.path), (reaches): Verdict => {
       recordAuthentication(ctx, req.endpoint, req.client, reaches ? "valid" : "forbidden");
-      return { code: reaches ? "VALID" : "FORBIDDEN", key, level: levelOf(scopeOf(key)) };
+      return { code: reaches ? "VALID" : "FORBIDDEN", key, level: levelOf(key) };
     });
   });
 }
