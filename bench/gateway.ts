@@ -37,6 +37,35 @@ const round = (n: number, digits = 3) => Number(n.toFixed(digits));
 /** Rounds of an endpoint against its baseline: an odd number, so that the median is one of them. */
 const ROUNDS = 3;
 const median = (values: number[]) => percentile([...values].sort((x, y) => x - y), 50);
+const each = (values: number[], digits = 3) => values.map((v) => round(v, digits)).join(", ");
+
+interface Rounds {
+  baselines: LoadResult[];
+  subjects: LoadResult[];
+  /** Each subject run's throughput ÷ the mean of the baseline runs either side of it. */
+  ratios: number[];
+}
+
+/**
+ * A subject and its baseline in turn, the baseline first and last (baseline, subject, baseline, ...,
+ * baseline): so that one disturbed run of either (this machine is shared) does not make a figure,
+ * which is the median of the rounds' ratios.
+ */
+async function inTurn(baseline: (round: number) => Promise<LoadResult>, subject: (round: number) => Promise<LoadResult>): Promise<Rounds> {
+  const baselines = [await baseline(1)];
+  const subjects: LoadResult[] = [];
+  for (let i = 1; i <= ROUNDS; i++) {
+    subjects.push(await subject(i));
+    baselines.push(await baseline(i + 1));
+  }
+  const ratios = subjects.map((s, i) => s.requestsPerSecond / ((baselines[i]!.requestsPerSecond + baselines[i + 1]!.requestsPerSecond) / 2));
+  return { baselines, subjects, ratios };
+}
+
+function roundsDetail({ baselines, subjects, ratios }: Rounds): string {
+  const mean = (i: number) => Math.round((baselines[i]!.requestsPerSecond + baselines[i + 1]!.requestsPerSecond) / 2);
+  return `rounds ${each(ratios)}: ${subjects.map((s, i) => `${Math.round(s.requestsPerSecond)} vs ${mean(i)}`).join(", ")} req/s`;
+}
 
 export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase, fixture: { customer: string; token: string }): Promise<{ figures: GatewayFigures; details: Record<string, string>; transactions: Record<"auth" | "verify", ReturnType<typeof countFigures>> }> {
   const path = `/customers/${fixture.customer}/invoices`;
@@ -56,32 +85,20 @@ export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase
     await run(bareVerify.url, verify, t.warmupSeconds);
     await run(a.url, auth, t.warmupSeconds);
     await run(a.url, verify, t.warmupSeconds);
-    /**
-     * The endpoint and its baseline in turn, the baseline first and last: each endpoint run is set
-     * against the mean of the baseline runs either side of it, and the figures are the medians of the
-     * rounds, so that one disturbed run of either (this machine is shared) does not make the figure.
-     * The database's transactions are counted over all of it: the baseline never asks it anything.
-     */
     const againstBare = async (name: string, baseline: Server, requests: autocannon.Request[]) => {
       const seconds = t.seconds / 2;
       t.say(`gateway: ${name} and bare node:http in turn, ${ROUNDS} rounds of ${seconds} s each, ${t.connections} connections`);
-      const baselineRun = (i: number) => t.metered(`${name}: bare node:http ${i}`, [baseline], () => run(baseline.url, requests, seconds));
-      const counted = await countTransactions(db, t.settle, async () => {
-        const bares = [await baselineRun(1)];
-        const endpoints: LoadResult[] = [];
-        for (let i = 1; i <= ROUNDS; i++) {
-          endpoints.push(await t.metered(`${name} ${i}`, [a], () => run(a.url, requests, seconds)));
-          bares.push(await baselineRun(i + 1));
-        }
-        return { bares, endpoints };
-      });
-      const { bares, endpoints } = counted.result;
-      for (const result of bares) t.expectAnswers(`${name}: bare`, result, ["200"]);
+      // The database's transactions are counted over all of it: the baseline never asks it anything.
+      const counted = await countTransactions(db, t.settle, () =>
+        inTurn(
+          (i) => t.metered(`${name}: bare node:http ${i}`, [baseline], () => run(baseline.url, requests, seconds)),
+          (i) => t.metered(`${name} ${i}`, [a], () => run(a.url, requests, seconds)),
+        ),
+      );
+      const { baselines, subjects: endpoints, ratios } = counted.result;
+      for (const result of baselines) t.expectAnswers(`${name}: bare`, result, ["200"]);
       for (const result of endpoints) t.expectAnswers(name, result, ["200"]);
-      const rounds = endpoints.map((endpoint, i) => ({ endpoint, bareRps: (bares[i]!.requestsPerSecond + bares[i + 1]!.requestsPerSecond) / 2 }));
-      const ratios = rounds.map((r) => r.endpoint.requestsPerSecond / r.bareRps);
       const requestCount = endpoints.reduce((n, e) => n + e.requests, 0);
-      const each = (values: number[], digits = 3) => values.map((v) => round(v, digits)).join(", ");
       return {
         ...counted,
         requests: requestCount,
@@ -89,9 +106,9 @@ export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase
         p50: median(endpoints.map((e) => e.latency.p50)),
         p99: median(endpoints.map((e) => e.latency.p99)),
         queriesPerRequest: counted.queries / requestCount,
-        detail: `rounds ${each(ratios)}: ${rounds.map((r) => `${Math.round(r.endpoint.requestsPerSecond)} vs ${Math.round(r.bareRps)}`).join(", ")} req/s`,
+        detail: roundsDetail(counted.result),
         // The bare server's own p99 beside keyplane's: on a shared machine the tail is partly the machine's.
-        p99Detail: `rounds ${each(endpoints.map((e) => e.latency.p99))} ms; bare node:http ${each(bares.map((b) => b.latency.p99))} ms`,
+        p99Detail: `rounds ${each(endpoints.map((e) => e.latency.p99))} ms; bare node:http ${each(baselines.map((b) => b.latency.p99))} ms`,
       };
     };
     const authRun = await againstBare("GET /auth", bare, auth);
@@ -140,17 +157,20 @@ async function nginxRatio(t: GatewayTools, a: Server, bare: Server, path: string
   try {
     const requests: autocannon.Request[] = [{ method: "GET", path, headers: { authorization: `Bearer ${token}` } }];
     const plainUrl = `http://127.0.0.1:${plainPort}`;
-    t.say(`gateway: nginx in front of bare node:http, without and with auth_request to keyplane, ${t.seconds} s each`);
+    const seconds = t.seconds / 2;
+    t.say(`gateway: nginx in front of bare node:http, without and with auth_request to keyplane in turn, ${ROUNDS} rounds of ${seconds} s each`);
     await load({ url: plainUrl, connections: t.connections, duration: t.warmupSeconds, requests });
     await load({ url: nginx.url, connections: t.connections, duration: t.warmupSeconds, requests });
     // nginx's own CPU is the runs' work, not a disturbance.
     const ngx = nginx.pids().map((pid, i) => ({ name: i === 0 ? "nginx" : `nginx worker ${i}`, pid }));
-    const without = await t.metered("nginx without auth_request", [bare, ...ngx], () => load({ url: plainUrl, connections: t.connections, duration: t.seconds, requests }));
-    const withAuth = await t.metered("nginx with auth_request", [a, bare, ...ngx], () => load({ url: nginx.url, connections: t.connections, duration: t.seconds, requests }));
-    t.expectAnswers("nginx without auth_request", without, ["200"]);
-    t.expectAnswers("nginx with auth_request", withAuth, ["200"]);
-    details.nginxAuthVsPlain = `${Math.round(withAuth.requestsPerSecond)} vs ${Math.round(without.requestsPerSecond)} req/s; p99 ${round(withAuth.latency.p99)} vs ${round(without.latency.p99)} ms`;
-    return round(withAuth.requestsPerSecond / without.requestsPerSecond);
+    const rounds = await inTurn(
+      (i) => t.metered(`nginx without auth_request ${i}`, [bare, ...ngx], () => load({ url: plainUrl, connections: t.connections, duration: seconds, requests })),
+      (i) => t.metered(`nginx with auth_request ${i}`, [a, bare, ...ngx], () => load({ url: nginx.url, connections: t.connections, duration: seconds, requests })),
+    );
+    for (const result of rounds.baselines) t.expectAnswers("nginx without auth_request", result, ["200"]);
+    for (const result of rounds.subjects) t.expectAnswers("nginx with auth_request", result, ["200"]);
+    details.nginxAuthVsPlain = `${roundsDetail(rounds)}; p99 ${each(rounds.subjects.map((r) => r.latency.p99))} vs ${each(rounds.baselines.map((r) => r.latency.p99))} ms`;
+    return round(median(rounds.ratios));
   } finally {
     await nginx.stop();
   }
