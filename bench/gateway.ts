@@ -34,7 +34,7 @@ export interface GatewayFigures {
 }
 
 const round = (n: number, digits = 3) => Number(n.toFixed(digits));
-/** Rounds of an endpoint against its baseline: an odd number, so that the median is one of them. */
+/** Rounds of a subject against its baseline: an odd number, so that the median is one of them. */
 const ROUNDS = 3;
 const median = (values: number[]) => percentile([...values].sort((x, y) => x - y), 50);
 const each = (values: number[], digits = 3) => values.map((v) => round(v, digits)).join(", ");
@@ -42,7 +42,9 @@ const each = (values: number[], digits = 3) => values.map((v) => round(v, digits
 interface Rounds {
   baselines: LoadResult[];
   subjects: LoadResult[];
-  /** Each subject run's throughput ÷ the mean of the baseline runs either side of it. */
+  /** For each subject run, the mean throughput of the baseline runs either side of it. */
+  around: number[];
+  /** Each subject run's throughput ÷ its `around`. */
   ratios: number[];
 }
 
@@ -58,13 +60,12 @@ async function inTurn(baseline: (round: number) => Promise<LoadResult>, subject:
     subjects.push(await subject(i));
     baselines.push(await baseline(i + 1));
   }
-  const ratios = subjects.map((s, i) => s.requestsPerSecond / ((baselines[i]!.requestsPerSecond + baselines[i + 1]!.requestsPerSecond) / 2));
-  return { baselines, subjects, ratios };
+  const around = subjects.map((_, i) => (baselines[i]!.requestsPerSecond + baselines[i + 1]!.requestsPerSecond) / 2);
+  return { baselines, subjects, around, ratios: subjects.map((s, i) => s.requestsPerSecond / around[i]!) };
 }
 
-function roundsDetail({ baselines, subjects, ratios }: Rounds): string {
-  const mean = (i: number) => Math.round((baselines[i]!.requestsPerSecond + baselines[i + 1]!.requestsPerSecond) / 2);
-  return `rounds ${each(ratios)}: ${subjects.map((s, i) => `${Math.round(s.requestsPerSecond)} vs ${mean(i)}`).join(", ")} req/s`;
+function roundsDetail({ subjects, around, ratios }: Rounds): string {
+  return `rounds ${each(ratios)}: ${subjects.map((s, i) => `${Math.round(s.requestsPerSecond)} vs ${Math.round(around[i]!)}`).join(", ")} req/s`;
 }
 
 export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase, fixture: { customer: string; token: string }): Promise<{ figures: GatewayFigures; details: Record<string, string>; transactions: Record<"auth" | "verify", ReturnType<typeof countFigures>> }> {
