@@ -92,6 +92,27 @@ describe.skipIf(missing !== undefined)(`nginx auth_request in front of an API${m
     expect((await call("198.51.100.5", "/calls", acme.keys.customer)).status).toBe(200); // another client
   });
 
+  it("keeps its connections to keyplane and to the upstream open between bursts of requests", async () => {
+    // Bursts of 100 requests at once, each burst held at the upstream until all of it has arrived: a
+    // worker that kept fewer idle connections than that would close the rest after each burst and open
+    // them again for the next (nginx's keepalive in the shipped configuration).
+    const BURST = 100;
+    let accepted = 0;
+    keyplane.server.on("connection", () => accepted++);
+    const before = upstream.connections();
+    upstream.holdUntil(BURST);
+    try {
+      for (let burst = 0; burst < 5; burst++) {
+        const statuses = await Promise.all(Array.from({ length: BURST }, () => call("198.51.100.7", "/calls", acme.keys.customer).then((res) => res.status)));
+        expect(statuses).toEqual(Array(BURST).fill(200));
+      }
+    } finally {
+      upstream.holdUntil(0);
+    }
+    expect(upstream.connections() - before).toBeLessThanOrEqual(BURST);
+    expect(accepted).toBeLessThanOrEqual(BURST);
+  });
+
   it("answers 503 with the JSON body, and passes nothing on, when keyplane cannot be reached", async () => {
     await keyplane.close(0);
     const before = upstream.seen.length;

@@ -105,23 +105,36 @@ export interface Upstream {
   address: string;
   /** Every request that reached it: method, url, headers. */
   seen: { method: string; url: string; headers: IncomingHttpHeaders }[];
+  /** How many connections it has accepted. */
+  connections(): number;
+  /** Holds every answer until `count` requests are waiting, then answers them all at once (0: answer at once). */
+  holdUntil(count: number): void;
   close(): Promise<void>;
 }
 
 /** The API behind the gateway: answers 200 "upstream" to anything, and records what reached it. */
 export async function startUpstream(): Promise<Upstream> {
   const seen: Upstream["seen"] = [];
+  let held: (() => void)[] = [];
+  let holding = 0;
+  let connections = 0;
   const server = createServer((req, res) => {
     seen.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers });
     req.resume();
-    res.end("upstream");
+    held.push(() => res.end("upstream"));
+    if (held.length < holding) return;
+    for (const answer of held) answer();
+    held = [];
   });
+  server.on("connection", () => connections++);
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   const { port } = server.address() as AddressInfo;
   return {
     address: `127.0.0.1:${port}`,
     seen,
+    connections: () => connections,
+    holdUntil: (count) => (holding = count),
     close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
   };
 }
