@@ -16,7 +16,8 @@ interface Connection {
   owed: ServerResponse[];
   /** Called, once each, when nothing is owed. */
   whenSettled: (() => void)[];
-  latest: Exchange;
+  /** Until it has been read in full and answered: a request read in full matters no more here. */
+  latest: Exchange | undefined;
 }
 
 type Tracked = Socket & { [STATE]?: Connection };
@@ -32,6 +33,10 @@ export function owe(req: IncomingMessage, res: ServerResponse): void {
 }
 
 function settle(connection: Connection, res: ServerResponse): void {
+  // Let go of the exchange once it is over, rather than when the connection's next request comes:
+  // kept, every open connection's last request and response survived each minor collection (a
+  // quarter of a megabyte copied each time under load, docs/adr/0012).
+  if (connection.latest?.res === res && connection.latest.req.complete) connection.latest = undefined;
   const { owed, whenSettled } = connection;
   const at = owed.indexOf(res);
   if (at < 0) return;
