@@ -156,9 +156,10 @@ async function nginxRatio(t: GatewayTools, a: Server, bare: Server, path: string
   }
   const [plainPort, authPort] = [await nginxPort(), await nginxPort()];
   const bareHost = new URL(bare.url).host;
-  // The plain server keeps its connections to the bare server as the shipped one does (keepalive 256).
-  const plain = `server {\n  listen 127.0.0.1:${plainPort};\n  location / {\n    proxy_http_version 1.1;\n    proxy_set_header Connection "";\n    proxy_pass http://plain_api;\n  }\n}\nupstream plain_api {\n  server ${bareHost};\n  keepalive 256;\n}\n`;
   const gated = await shippedConfig({ listen: authPort, keyplane: new URL(a.url).host, api: bareHost });
+  // The plain server keeps as many idle connections to the bare server as the shipped one does.
+  const keepalive = /keepalive (\d+);/.exec(gated)![1];
+  const plain = `server {\n  listen 127.0.0.1:${plainPort};\n  location / {\n    proxy_http_version 1.1;\n    proxy_set_header Connection "";\n    proxy_pass http://plain_api;\n  }\n}\nupstream plain_api {\n  server ${bareHost};\n  keepalive ${keepalive};\n}\n`;
   const nginx = await startNginx(plain + gated, authPort);
   try {
     const requests: autocannon.Request[] = [{ method: "GET", path, headers: { authorization: `Bearer ${token}` } }];
