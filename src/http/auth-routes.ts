@@ -6,7 +6,7 @@ import type { Context } from "../services/context.ts";
 import { after, runNowOrLater, type Maybe } from "../services/maybe.ts";
 import { verifyRequest, type Verdict } from "../services/verify.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
-import { answerError, sendError } from "./errors.ts";
+import { answerError, BEARER_CHALLENGE, sendUnauthorized } from "./errors.ts";
 import { echoRequestId, logWhenAnswered, REQUEST_ID, requestId, type Answering } from "./request-log.ts";
 import { route, type Route } from "./route.ts";
 
@@ -60,10 +60,10 @@ export function identityHeaders(key: StoredKey): Record<string, string> {
   return headers;
 }
 
-function refuse(res: ServerResponse, error: "invalid_token" | "insufficient_scope" | undefined, message: string): void {
-  res.setHeader("WWW-Authenticate", `Bearer realm="keyplane"${error ? `, error="${error}"` : ""}`);
-  sendError(res, "unauthorized", message);
-}
+// The refusals of /auth, with their challenges (RFC 6750, section 3.1).
+const NO_TOKEN = [BEARER_CHALLENGE, "An Authorization: Bearer <API key> header is required."] as const;
+const FORBIDDEN = [`${BEARER_CHALLENGE}, error="insufficient_scope"`, "This key may not reach this path with this method."] as const;
+const INVALID = [`${BEARER_CHALLENGE}, error="invalid_token"`, "The key is malformed, unknown, disabled or expired."] as const;
 
 export class AuthHandler {
   readonly #ctx: Context;
@@ -84,7 +84,7 @@ export class AuthHandler {
    */
   answer(req: IncomingMessage, res: ServerResponse, reqId: string, answering?: Answering): Maybe<void> {
     const token = bearerToken(req.headers.authorization);
-    if (token === undefined) return refuse(echoRequestId(res, reqId), undefined, "An Authorization: Bearer <API key> header is required.");
+    if (token === undefined) return sendUnauthorized(res, ...NO_TOKEN, reqId);
     const { method, path } = originalRequest(req);
     const verdict = verifyRequest(this.#ctx, { endpoint: "auth", client: clientAddress(req, this.#trusted), token, method, path });
     return after(verdict, (v) => this.#send(res, reqId, v, answering));
@@ -92,8 +92,8 @@ export class AuthHandler {
 
   #send(res: ServerResponse, reqId: string, verdict: Verdict, answering?: Answering): void {
     if (answering && "key" in verdict) answering.key = verdict.key.id;
-    if (verdict.code === "FORBIDDEN") return refuse(echoRequestId(res, reqId), "insufficient_scope", "This key may not reach this path with this method.");
-    if (verdict.code !== "VALID") return refuse(echoRequestId(res, reqId), "invalid_token", "The key is malformed, unknown, disabled or expired.");
+    if (verdict.code === "FORBIDDEN") return sendUnauthorized(res, ...FORBIDDEN, reqId);
+    if (verdict.code !== "VALID") return sendUnauthorized(res, ...INVALID, reqId);
     let headers = this.#identities.get(verdict.key);
     if (!headers) this.#identities.set(verdict.key, (headers = Object.entries({ ...identityHeaders(verdict.key), "Content-Length": "0" }).flat()));
     res.writeHead(200, [...headers, REQUEST_ID, reqId]);

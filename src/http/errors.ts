@@ -3,14 +3,37 @@ import type { ErrorRequestHandler } from "express";
 import type { Logger } from "pino";
 import { AppError, codeOf, errorFields, statusOf, StoreUnavailable, type ErrorCode } from "../domain/errors.ts";
 import { Throttled } from "../services/throttle.ts";
+import type { JsonText } from "./json-text.ts";
+
+/** The challenge of a 401 (RFC 6750) that says no more than the realm. */
+export const BEARER_CHALLENGE = 'Bearer realm="keyplane"';
 
 // Every error leaves as {"status", "error", "message"} (docs/api.md, "Errors"), through these two functions.
 export function sendError(res: ServerResponse, code: ErrorCode, message: string): void {
   const status = statusOf(code);
   const body = errorBody(code, message);
-  if (status === 401 && !res.hasHeader("WWW-Authenticate")) res.setHeader("WWW-Authenticate", 'Bearer realm="keyplane"');
+  if (status === 401 && !res.hasHeader("WWW-Authenticate")) res.setHeader("WWW-Authenticate", BEARER_CHALLENGE);
   res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
   res.end(body);
+}
+
+// The 401 bodies of the paths answered before express, made once per message: the messages are the
+// code's own constants, so there are few of them.
+const refusalBodies = new Map<string, JsonText>();
+
+/**
+ * A 401 of the paths answered before express (GET /keys/self, /auth), sent as they send their 200s
+ * (sendJsonText): every header in one writeHead, the body made once. A flood of bad tokens is
+ * answered thus, and a header set before writeHead makes Node merge the two, header by header.
+ */
+export function sendUnauthorized(res: ServerResponse, challenge: string, message: string, reqId: string): void {
+  let body = refusalBodies.get(message);
+  if (!body) {
+    const text = errorBody("unauthorized", message);
+    refusalBodies.set(message, (body = { text, length: Buffer.byteLength(text) }));
+  }
+  res.writeHead(401, { "Content-Type": "application/json; charset=utf-8", "Content-Length": body.length, "WWW-Authenticate": challenge, "X-Request-Id": reqId });
+  res.end(body.text);
 }
 
 /** The body of every error answer. */

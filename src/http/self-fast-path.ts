@@ -4,7 +4,7 @@ import type { Context } from "../services/context.ts";
 import { after, runNowOrLater } from "../services/maybe.ts";
 import type { StoredKey } from "../domain/model.ts";
 import { hasBody } from "./body.ts";
-import { answerError, sendError } from "./errors.ts";
+import { answerError, BEARER_CHALLENGE, sendUnauthorized } from "./errors.ts";
 import { callerKeyJson } from "./present.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
 import { jsonText, sendJsonText, type JsonText } from "./json-text.ts";
@@ -28,7 +28,7 @@ export function withSelfFastPath(ctx: Context, trusted: TrustedProxies, next: Re
     runNowOrLater(
       () =>
         after(verify(ctx, req.headers.authorization, clientAddress(req, trusted)), (principal) => {
-          if ("refused" in principal) return sendError(echoRequestId(res, reqId), "unauthorized", principal.refused);
+          if ("refused" in principal) return sendUnauthorized(res, BEARER_CHALLENGE, principal.refused, reqId);
           answering.key = principal.key.id;
           let body = bodies.get(principal.key);
           if (!body) bodies.set(principal.key, (body = jsonText(callerKeyJson(principal))));
