@@ -30,7 +30,9 @@ const env = z.object({
     }
   }),
   KEYPLANE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
-  KEYPLANE_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(60),
+  // Up to a billion, more than a process answers in a minute: in effect no throttling, for a keyplane
+  // whose callers limit their own rates. The throttle's memory follows the failures, not the limit.
+  KEYPLANE_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000_000).default(60),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   // The operator's (docs/operator.md).
   POD_NAME: z.string().min(1).optional(),

@@ -5,7 +5,8 @@ import { AppError } from "../domain/errors.ts";
 // Failed-authentication throttling (docs/gateways.md, "Throttling"): a client whose failed
 // authentications exceed `failuresPerMinute` within a sliding minute is throttled until its rate falls
 // back under it. Per process, in bounded memory: at most `capacity` clients are remembered (the least
-// recently failing go first), each with at most failuresPerMinute + 1 failure times.
+// recently failing go first), each with its failures of the last minute, of which only the last
+// failuresPerMinute + 1 count (and no more than as many again wait to be dropped).
 const WINDOW_MS = 60_000;
 
 export interface ThrottleOptions {
@@ -27,11 +28,16 @@ export class Throttled extends AppError {
   }
 }
 
+/** A client's failure times, oldest first: those before `head` have left the window or no longer count. */
+interface Failures {
+  times: number[];
+  head: number;
+}
+
 export class Throttle {
   readonly #limit: number;
   readonly #now: () => number;
-  /** Each client's recent failure times, oldest first. */
-  readonly #failures: LRUCache<string, number[]>;
+  readonly #failures: LRUCache<string, Failures>;
 
   constructor({ failuresPerMinute, capacity = 10_000, now = () => performance.now() }: ThrottleOptions) {
     this.#limit = failuresPerMinute;
@@ -42,20 +48,21 @@ export class Throttle {
   /** A failed authentication by `client`. */
   fail(client: string): void {
     const now = this.#now();
-    const times = this.#recent(client, now) ?? [];
-    times.push(now);
+    let failures = this.#recent(client, now);
+    if (!failures) this.#failures.set(client, (failures = { times: [], head: 0 }));
+    failures.times.push(now);
     // Only the last limit + 1 failures decide whether the client is over the limit.
-    if (times.length > this.#limit + 1) times.splice(0, times.length - this.#limit - 1);
-    this.#failures.set(client, times);
+    failures.head = Math.max(failures.head, failures.times.length - this.#limit - 1);
+    compact(failures);
   }
 
   /** Undefined when `client` is not throttled; else the whole seconds until it no longer is. */
   retryAfter(client: string): number | undefined {
     const now = this.#now();
-    const times = this.#recent(client, now);
-    if (!times || times.length <= this.#limit) return undefined;
+    const failures = this.#recent(client, now);
+    if (!failures || failures.times.length - failures.head <= this.#limit) return undefined;
     // Under the limit again once the oldest failure that puts it over has left the window.
-    const until = times[times.length - this.#limit - 1]! + WINDOW_MS;
+    const until = failures.times[failures.times.length - this.#limit - 1]! + WINDOW_MS;
     return Math.min(60, Math.max(1, Math.ceil((until - now) / 1000)));
   }
 
@@ -64,15 +71,25 @@ export class Throttle {
     return this.#failures.size;
   }
 
-  /** A client's failures within the window, the older ones dropped. */
-  #recent(client: string, now: number): number[] | undefined {
-    const times = this.#failures.get(client);
-    if (!times) return undefined;
-    // At once, not one shift() at a time: under a flood with a high limit a client holds hundreds of
-    // thousands of times, and shifting each out copies the rest (seconds of CPU on every request).
-    let expired = 0;
-    while (expired < times.length && times[expired]! <= now - WINDOW_MS) expired++;
-    if (expired > 0) times.splice(0, expired);
-    return times;
+  /** A client's failures, those that have left the window passed over. */
+  #recent(client: string, now: number): Failures | undefined {
+    const failures = this.#failures.get(client);
+    if (!failures) return undefined;
+    const { times } = failures;
+    while (failures.head < times.length && times[failures.head]! <= now - WINDOW_MS) failures.head++;
+    compact(failures);
+    return failures;
+  }
+}
+
+/**
+ * Drops the failures that no longer count once they are half of the list: dropping them one at a time
+ * copied the rest each time, which under a flood with a high limit (hundreds of thousands of times
+ * per client) cost more than the rest of a refusal. So each time is copied at most once, on average.
+ */
+function compact(failures: Failures): void {
+  if (failures.head > failures.times.length >> 1) {
+    failures.times.splice(0, failures.head);
+    failures.head = 0;
   }
 }
