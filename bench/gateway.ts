@@ -1,8 +1,9 @@
 import type autocannon from "autocannon";
 import { freePort as nginxPort, nginxMissing, shippedConfig, startNginx } from "../test/support/nginx.ts";
 import { countDetail, countFigures, countTransactions, type BenchDatabase } from "./database.ts";
-import { load, percentile, type LoadResult } from "./load.ts";
+import { load, type LoadResult } from "./load.ts";
 import { startBare, type Metered, type Server } from "./processes.ts";
+import { each, inTurn, median, round, roundsDetail } from "./rounds.ts";
 
 // The gateway phase (bench/README.md): /auth and POST /verify with a valid key on a customer path
 // (names to resolve), each against a bare node:http server in the same run, with the database's
@@ -13,6 +14,8 @@ export interface GatewayTools {
   /** Whether to wait for PostgreSQL's counts to settle around each count (the full run). */
   settle: boolean;
   connections: number;
+  /** Rounds of each subject against its baseline (bench/rounds.ts). */
+  rounds: number;
   seconds: number;
   warmupSeconds: number;
   say(text: string): void;
@@ -31,45 +34,6 @@ export interface GatewayFigures {
   verifyP99Ms: number;
   verifyQueriesPerRequest: number;
   nginxAuthVsPlain: number;
-}
-
-const round = (n: number, digits = 3) => Number(n.toFixed(digits));
-/**
- * Rounds of a subject against its baseline: an odd number, so that the median is one of them; seven,
- * since on a shared host a round now and then runs a third slower with nothing changed in the process
- * (bench/README.md, "Slow rounds"), and the median must stand though two or three of them do.
- */
-const ROUNDS = 7;
-const median = (values: number[]) => percentile([...values].sort((x, y) => x - y), 50);
-const each = (values: number[], digits = 3) => values.map((v) => round(v, digits)).join(", ");
-
-interface Rounds {
-  baselines: LoadResult[];
-  subjects: LoadResult[];
-  /** For each subject run, the mean throughput of the baseline runs either side of it. */
-  around: number[];
-  /** Each subject run's throughput ÷ its `around`. */
-  ratios: number[];
-}
-
-/**
- * A subject and its baseline in turn, the baseline first and last (baseline, subject, baseline, ...,
- * baseline): so that one disturbed run of either (this machine is shared) does not make a figure,
- * which is the median of the rounds' ratios.
- */
-async function inTurn(baseline: (round: number) => Promise<LoadResult>, subject: (round: number) => Promise<LoadResult>): Promise<Rounds> {
-  const baselines = [await baseline(1)];
-  const subjects: LoadResult[] = [];
-  for (let i = 1; i <= ROUNDS; i++) {
-    subjects.push(await subject(i));
-    baselines.push(await baseline(i + 1));
-  }
-  const around = subjects.map((_, i) => (baselines[i]!.requestsPerSecond + baselines[i + 1]!.requestsPerSecond) / 2);
-  return { baselines, subjects, around, ratios: subjects.map((s, i) => s.requestsPerSecond / around[i]!) };
-}
-
-function roundsDetail({ subjects, around, ratios }: Rounds): string {
-  return `rounds ${each(ratios)}: ${subjects.map((s, i) => `${Math.round(s.requestsPerSecond)} vs ${Math.round(around[i]!)}`).join(", ")} req/s`;
 }
 
 export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase, fixture: { customer: string; token: string }): Promise<{ figures: GatewayFigures; details: Record<string, string>; transactions: Record<"auth" | "verify", ReturnType<typeof countFigures>> }> {
@@ -92,10 +56,11 @@ export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase
     await run(a.url, verify, t.warmupSeconds);
     const againstBare = async (name: string, baseline: Server, requests: autocannon.Request[]) => {
       const seconds = t.seconds / 2;
-      t.say(`gateway: ${name} and bare node:http in turn, ${ROUNDS} rounds of ${seconds} s each, ${t.connections} connections`);
+      t.say(`gateway: ${name} and bare node:http in turn, ${t.rounds} rounds of ${seconds} s each, ${t.connections} connections`);
       // The database's transactions are counted over all of it: the baseline never asks it anything.
       const counted = await countTransactions(db, t.settle, () =>
         inTurn(
+          t.rounds,
           (i) => t.metered(`${name}: bare node:http ${i}`, [baseline], () => run(baseline.url, requests, seconds)),
           (i) => t.metered(`${name} ${i}`, [a], () => run(a.url, requests, seconds)),
         ),
@@ -165,12 +130,13 @@ async function nginxRatio(t: GatewayTools, a: Server, bare: Server, path: string
     const requests: autocannon.Request[] = [{ method: "GET", path, headers: { authorization: `Bearer ${token}` } }];
     const plainUrl = `http://127.0.0.1:${plainPort}`;
     const seconds = t.seconds / 2;
-    t.say(`gateway: nginx in front of bare node:http, without and with auth_request to keyplane in turn, ${ROUNDS} rounds of ${seconds} s each`);
+    t.say(`gateway: nginx in front of bare node:http, without and with auth_request to keyplane in turn, ${t.rounds} rounds of ${seconds} s each`);
     await load({ url: plainUrl, connections: t.connections, duration: t.warmupSeconds, requests });
     await load({ url: nginx.url, connections: t.connections, duration: t.warmupSeconds, requests });
     // nginx's own CPU is the runs' work, not a disturbance.
     const ngx = nginx.pids().map((pid, i) => ({ name: i === 0 ? "nginx" : `nginx worker ${i}`, pid }));
     const rounds = await inTurn(
+      t.rounds,
       (i) => t.metered(`nginx without auth_request ${i}`, [bare, ...ngx], () => load({ url: plainUrl, connections: t.connections, duration: seconds, requests })),
       (i) => t.metered(`nginx with auth_request ${i}`, [a, bare, ...ngx], () => load({ url: nginx.url, connections: t.connections, duration: seconds, requests })),
     );

@@ -1,16 +1,19 @@
 import type autocannon from "autocannon";
 import { load, type LoadResult } from "./load.ts";
 import { freePort, startKeyplane, type KeyplaneEnv, type Metered, type Server } from "./processes.ts";
+import { inTurn, median, round, roundsDetail } from "./rounds.ts";
 
 // The metrics phase (bench/README.md): what keeping Prometheus metrics costs the hot path. A second
 // keyplane on the same database runs with KEYPLANE_METRICS_PORT and is scraped every second while it
-// is loaded; the first, without, is measured right before and right after it, for GET /keys/self and
-// for GET /auth on a customer path (as in the gateway phase). Each figure is the metered throughput ÷
-// the mean of the two unmetered runs; the details add each server's CPU per request, which other work
-// on the machine disturbs less.
+// is loaded; the first, without, is measured in turn with it, in rounds (bench/rounds.ts), for GET
+// /keys/self and for GET /auth on a customer path (as in the gateway phase). Each figure is the median
+// of the rounds' metered throughput ÷ the mean of the unmetered runs either side; the details add each
+// server's CPU per request, which other work on the machine disturbs less.
 
 export interface MetricsTools {
   connections: number;
+  /** Rounds of the metered server against the unmetered one. */
+  rounds: number;
   seconds: number;
   warmupSeconds: number;
   say(text: string): void;
@@ -23,8 +26,6 @@ export interface MetricsFigures {
   metricsSelfOnVsOff: number;
   metricsAuthOnVsOff: number;
 }
-
-const round = (n: number, digits = 3) => Number(n.toFixed(digits));
 
 export async function metricsPhase(t: MetricsTools, off: Server, env: KeyplaneEnv, fixture: { customer: string; token: string }): Promise<{ figures: MetricsFigures; details: Record<string, string>; scrapes: number }> {
   const { token } = fixture;
@@ -49,22 +50,27 @@ export async function metricsPhase(t: MetricsTools, off: Server, env: KeyplaneEn
       method: "GET", path: "/auth",
       headers: { authorization: `Bearer ${token}`, "x-original-method": "GET", "x-original-uri": `/customers/${fixture.customer}/invoices` },
     }];
-    const run = (server: Server, requests: autocannon.Request[], duration = t.seconds) => load({ url: server.url, connections: t.connections, duration, requests });
+    const run = (server: Server, requests: autocannon.Request[], duration: number) => load({ url: server.url, connections: t.connections, duration, requests });
     const ratio = async (what: string, requests: autocannon.Request[]) => {
-      t.say(`metrics: ${what}, without metrics, with (scraped every second), without again; ${t.seconds} s each`);
+      const seconds = t.seconds / 2;
+      t.say(`metrics: ${what}, without metrics and with (scraped every second) in turn, ${t.rounds} rounds of ${seconds} s each`);
       await run(off, requests, t.warmupSeconds);
       await run(on, requests, t.warmupSeconds);
-      const before = await t.metered(`metrics: ${what}, without`, off, () => run(off, requests));
-      const metered = await scraped(() => t.metered(`metrics: ${what}, with`, on, () => run(on, requests)));
-      const after = await t.metered(`metrics: ${what}, without again`, off, () => run(off, requests));
-      for (const [name, { result }] of [["without metrics", before], ["with metrics", metered], ["without metrics, again", after]] as const) {
-        t.expectAnswers(`metrics: ${what} ${name}`, result, ["200"]);
-      }
-      const offRps = (before.result.requestsPerSecond + after.result.requestsPerSecond) / 2;
-      const offUs = (before.usPerRequest + after.usPerRequest) / 2;
+      const us = { off: [] as number[], on: [] as number[] };
+      const measured = async (name: string, server: Server, side: keyof typeof us) => {
+        const { result, usPerRequest } = await t.metered(name, server, () => run(server, requests, seconds));
+        t.expectAnswers(name, result, ["200"]);
+        us[side].push(usPerRequest);
+        return result;
+      };
+      const rounds = await inTurn(
+        t.rounds,
+        (i) => measured(`metrics: ${what}, without ${i}`, off, "off"),
+        (i) => scraped(() => measured(`metrics: ${what}, with ${i}`, on, "on")),
+      );
       return {
-        value: round(metered.result.requestsPerSecond / offRps),
-        detail: `${Math.round(metered.result.requestsPerSecond)} vs ${Math.round(offRps)} req/s; server CPU per request ${metered.usPerRequest} vs ${round(offUs, 1)} µs`,
+        value: round(median(rounds.ratios)),
+        detail: `${roundsDetail(rounds)}; server CPU per request ${round(median(us.on), 1)} vs ${round(median(us.off), 1)} µs (medians)`,
       };
     };
     const selfRatio = await ratio("GET /keys/self", self);

@@ -7,6 +7,7 @@ import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type autocannon from "autocannon";
 import { gatewayPhase } from "./gateway.ts";
+import { each, inTurn, median, roundsDetail } from "./rounds.ts";
 import { countDetail, countFigures, countTransactions, createBenchDatabase, DEFAULT_DATABASE_URL, type BenchDatabase } from "./database.ts";
 import { client, expectStatus, type Client } from "./http.ts";
 import { load, percentile, summarize, type LoadResult } from "./load.ts";
@@ -29,8 +30,14 @@ interface Settings {
   databaseUrl: string;
   out: string;
   connections: number;
-  /** Seconds per load figure, and of each warm-up before one. */
+  /** Seconds per load figure (a ratio's rounds take half of them each), and of each warm-up before one. */
   seconds: number;
+  /**
+   * Rounds of each ratio's subject against its baseline (bench/rounds.ts): seven in the full run, since
+   * on a shared host a round now and then runs a third slower with nothing changed in the process
+   * (bench/README.md, "Slow rounds"), and the median must stand though two or three of them do.
+   */
+  rounds: number;
   warmupSeconds: number;
   listKeys: number;
   revocationTrials: number;
@@ -74,6 +81,7 @@ env: DATABASE_URL (a PostgreSQL server; default ${DEFAULT_DATABASE_URL}), BENCH_
     out: resolve(values.out ?? join(REPO, "bench/results", short ? "short.json" : "latest.json")),
     connections: 64,
     seconds: number(values.seconds, short ? 2 : 10, "seconds"),
+    rounds: short ? 3 : 7,
     warmupSeconds: short ? 0.5 : 3,
     listKeys: Math.round(number(values["list-keys"], short ? 2_000 : 100_000, "list-keys")),
     revocationTrials: Math.round(number(values.trials, short ? 20 : 100, "trials")),
@@ -157,7 +165,7 @@ type Details = Partial<Record<FigureKey, string>>;
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 
 // ---------------------------------------------------------------------------------------------
-// GET /keys/self against the bare baseline: bare, keyplane, bare again, same settings.
+// GET /keys/self against the bare baseline, in rounds (bench/rounds.ts).
 
 async function selfPhase(s: Settings, a: Server, db: BenchDatabase, fixture: Fixture, body: string, values: Values, details: Details, nodeArgs: string[]) {
   const requests: autocannon.Request[] = [{ method: "GET", path: "/keys/self", headers: { authorization: `Bearer ${fixture.token}` } }];
@@ -166,47 +174,43 @@ async function selfPhase(s: Settings, a: Server, db: BenchDatabase, fixture: Fix
     say(`warm-up: ${s.warmupSeconds} s each on bare node:http and keyplane`);
     await load({ url: bare.url, connections: s.connections, duration: s.warmupSeconds, requests });
     await load({ url: a.url, connections: s.connections, duration: s.warmupSeconds, requests });
-    say(`bare node:http, ${s.connections} connections, ${s.seconds} s`);
-    // Each with the CPU its server spent per request: less disturbed by other work on the machine than throughput is.
-    const { result: bareBefore, usPerRequest: bareBeforeUs } = await meteredOn("bare node:http", bare, db, () => load({ url: bare.url, connections: s.connections, duration: s.seconds, requests }));
-    say(`keyplane GET /keys/self, ${s.connections} connections, ${s.seconds} s`);
-    const { result: self, usPerRequest: selfUs } = await meteredOn("GET /keys/self", a, db, () => load({ url: a.url, connections: s.connections, duration: s.seconds, requests }));
-    say(`bare node:http again, ${s.seconds} s`);
-    const { result: bareAfter, usPerRequest: bareAfterUs } = await meteredOn("bare node:http, again", bare, db, () => load({ url: bare.url, connections: s.connections, duration: s.seconds, requests }));
-    expectAnswers("bare", bareBefore, ["200"]);
-    expectAnswers("bare", bareAfter, ["200"]);
-    expectAnswers("GET /keys/self", self, ["200"]);
-    const bareRps = (bareBefore.requestsPerSecond + bareAfter.requestsPerSecond) / 2;
-    values.selfRequestsPerSecond = round(self.requestsPerSecond, 0);
-    values.bareRequestsPerSecond = round(bareRps, 0);
-    values.selfVsBare = round(self.requestsPerSecond / bareRps, 3);
-    values.selfP50Ms = round(self.latency.p50, 3);
-    values.selfP99Ms = round(self.latency.p99, 3);
-    details.bareRequestsPerSecond = `mean of ${fmt(bareBefore.requestsPerSecond)} before and ${fmt(bareAfter.requestsPerSecond)} after; p50 ${round((bareBefore.latency.p50 + bareAfter.latency.p50) / 2)} ms, p99 ${round((bareBefore.latency.p99 + bareAfter.latency.p99) / 2)} ms`;
-    const cpuPerRequestUs = { keyplane: selfUs, bareBefore: bareBeforeUs, bareAfter: bareAfterUs };
-    const bareUs = (cpuPerRequestUs.bareBefore + cpuPerRequestUs.bareAfter) / 2;
-    details.selfVsBare = `${fmt(self.requestsPerSecond)} vs ${fmt(bareRps)} req/s; server CPU per request ${cpuPerRequestUs.keyplane} vs ${round(bareUs, 1)} µs`;
-    return {
-      bodyBytes: Buffer.byteLength(body),
-      bareBefore: brief(bareBefore),
-      self: brief(self),
-      bareAfter: brief(bareAfter),
-      cpuPerRequestUs,
-      selfRequestsPerSecond: self.requestsPerSecond,
+    const seconds = s.seconds / 2;
+    say(`GET /keys/self and bare node:http in turn, ${s.rounds} rounds of ${seconds} s each, ${s.connections} connections`);
+    // Each run with the CPU its server spent per request: less disturbed by other work on the machine than throughput is.
+    const us = { keyplane: [] as number[], bare: [] as number[] };
+    const measured = async (name: string, server: Server, side: keyof typeof us) => {
+      const { result, usPerRequest } = await meteredOn(name, server, db, () => load({ url: server.url, connections: s.connections, duration: seconds, requests }));
+      us[side].push(usPerRequest);
+      return result;
     };
+    const rounds = await inTurn(s.rounds, (i) => measured(`bare node:http ${i}`, bare, "bare"), (i) => measured(`GET /keys/self ${i}`, a, "keyplane"));
+    for (const result of rounds.baselines) expectAnswers("bare", result, ["200"]);
+    for (const result of rounds.subjects) expectAnswers("GET /keys/self", result, ["200"]);
+    values.selfRequestsPerSecond = round(median(rounds.subjects.map((r) => r.requestsPerSecond)), 0);
+    values.bareRequestsPerSecond = round(median(rounds.baselines.map((r) => r.requestsPerSecond)), 0);
+    values.selfVsBare = round(median(rounds.ratios), 3);
+    values.selfP50Ms = round(median(rounds.subjects.map((r) => r.latency.p50)), 3);
+    values.selfP99Ms = round(median(rounds.subjects.map((r) => r.latency.p99)), 3);
+    const cpuPerRequestUs = { keyplane: median(us.keyplane), bare: median(us.bare) };
+    details.selfVsBare = `${roundsDetail(rounds)}; server CPU per request ${cpuPerRequestUs.keyplane} vs ${cpuPerRequestUs.bare} µs (medians)`;
+    details.bareRequestsPerSecond = `median of ${s.rounds + 1} runs; p50 ${round(median(rounds.baselines.map((r) => r.latency.p50)))} ms, p99 ${round(median(rounds.baselines.map((r) => r.latency.p99)))} ms`;
+    details.selfP99Ms = `rounds ${each(rounds.subjects.map((r) => r.latency.p99))} ms; bare node:http ${each(rounds.baselines.map((r) => r.latency.p99))} ms`;
+    return { bodyBytes: Buffer.byteLength(body), bare: rounds.baselines.map(brief), self: rounds.subjects.map(brief), cpuPerRequestUs };
   } finally {
     await bare.stop();
   }
 }
 
 // ---------------------------------------------------------------------------------------------
-// Half valid, half unknown tokens from a fixed pool; database queries counted by PostgreSQL.
+// Half valid, half unknown tokens from a fixed pool, in rounds against all-valid runs; database
+// queries counted by PostgreSQL.
 
-async function mixedPhase(s: Settings, a: Server, db: BenchDatabase, fixture: Fixture, allValidRps: number | undefined, values: Values, details: Details) {
+async function mixedPhase(s: Settings, a: Server, db: BenchDatabase, fixture: Fixture, values: Values, details: Details) {
   const pool = Array.from({ length: s.unknownPool }, unknownToken);
   let next = 0;
+  const valid: autocannon.Request = { method: "GET", path: "/keys/self", headers: { authorization: `Bearer ${fixture.token}` } };
   const requests: autocannon.Request[] = [
-    { method: "GET", path: "/keys/self", headers: { authorization: `Bearer ${fixture.token}` } },
+    valid,
     {
       method: "GET",
       path: "/keys/self",
@@ -217,28 +221,32 @@ async function mixedPhase(s: Settings, a: Server, db: BenchDatabase, fixture: Fi
   const before = await db.transactions();
   const warm = await load({ url: a.url, connections: s.connections, amount: 4 * s.unknownPool, requests });
   expectAnswers("unknown tokens, warm-up", warm, ["200", "401"]);
-  say("waiting for PostgreSQL's statistics to settle (an idle backend flushes its counts within 10 s), then counting over the run and over as long an idle interval");
+  say("waiting for PostgreSQL's statistics to settle (an idle backend flushes its counts within 10 s), then counting over the runs and over as long an idle interval");
+  const seconds = s.seconds / 2;
+  // The all-valid runs between the mixed ones ask the database nothing either: the count covers them all.
   const counted = await countTransactions(db, s.mode === "full", () => {
-    say(`unknown tokens: 50% of requests, ${s.connections} connections, ${s.seconds} s`);
-    return metered("50% unknown tokens", [a], db, () => load({ url: a.url, connections: s.connections, duration: s.seconds, requests }));
+    say(`unknown tokens: 50% of requests, in turn with all-valid runs, ${s.rounds} rounds of ${seconds} s each, ${s.connections} connections`);
+    return inTurn(
+      s.rounds,
+      (i) => metered(`all valid ${i}`, [a], db, () => load({ url: a.url, connections: s.connections, duration: seconds, requests: [valid] })),
+      (i) => metered(`50% unknown tokens ${i}`, [a], db, () => load({ url: a.url, connections: s.connections, duration: seconds, requests })),
+    );
   });
-  const { result: mixed, queries } = counted;
-  expectAnswers("unknown tokens", mixed, ["200", "401"]);
-  const unknown = mixed.statuses["401"] ?? 0;
-  const valid = mixed.statuses["200"] ?? 0;
-  const perUnknown = unknown > 0 ? queries / unknown : NaN;
-  values.mixedRequestsPerSecond = round(mixed.requestsPerSecond, 0);
-  values.mixedVsValid = allValidRps ? round(mixed.requestsPerSecond / allValidRps, 3) : NaN;
-  values.mixedValidP99Ms = round(mixed.latencyByStatus["200"]?.p99 ?? NaN, 3);
-  values.queriesPerUnknownToken = round(perUnknown, 6);
-  details.mixedVsValid = `${fmt(mixed.requestsPerSecond)} vs ${fmt(allValidRps ?? NaN)} req/s all-valid`;
+  const { result: rounds, queries } = counted;
+  for (const result of rounds.baselines) expectAnswers("all valid", result, ["200"]);
+  for (const result of rounds.subjects) expectAnswers("unknown tokens", result, ["200", "401"]);
+  const unknown = rounds.subjects.reduce((n, r) => n + (r.statuses["401"] ?? 0), 0);
+  values.mixedRequestsPerSecond = round(median(rounds.subjects.map((r) => r.requestsPerSecond)), 0);
+  values.mixedVsValid = round(median(rounds.ratios), 3);
+  values.mixedValidP99Ms = round(median(rounds.subjects.map((r) => r.latencyByStatus["200"]?.p99 ?? NaN)), 3);
+  values.queriesPerUnknownToken = round(unknown > 0 ? queries / unknown : NaN, 6);
+  details.mixedVsValid = `${roundsDetail(rounds)} all-valid`;
   details.queriesPerUnknownToken = `${round(queries, 1)} queries for ${fmt(unknown)} unknown-token requests (${countDetail(counted)}); warm-up: ${counted.from - before} for ${s.unknownPool} new tokens`;
   return {
     poolSize: s.unknownPool,
     warmup: { ...brief(warm), transactions: counted.from - before },
-    measured: brief(mixed),
-    validRequestsPerSecond: round(valid / mixed.seconds, 0),
-    unknownRequestsPerSecond: round(unknown / mixed.seconds, 0),
+    allValid: rounds.baselines.map(brief),
+    measured: rounds.subjects.map(brief),
     transactions: countFigures(counted),
     queries: round(queries, 2),
   };
@@ -442,13 +450,8 @@ async function main(): Promise<number> {
     const fixture = await customerWithKey(admin, env.adminToken, "bench");
     const selfBody = (await expectStatus(admin.request("GET", "/keys/self", { token: fixture.token }), 200, "GET /keys/self")).body;
 
-    let allValidRps: number | undefined;
-    if (s.phases.has("self")) {
-      const self = await selfPhase(s, a, db, fixture, selfBody, values, details, profiling);
-      allValidRps = self.selfRequestsPerSecond;
-      runs.self = self;
-    }
-    if (s.phases.has("mixed")) runs.unknownTokens = await mixedPhase(s, a, db, fixture, allValidRps, values, details);
+    if (s.phases.has("self")) runs.self = await selfPhase(s, a, db, fixture, selfBody, values, details, profiling);
+    if (s.phases.has("mixed")) runs.unknownTokens = await mixedPhase(s, a, db, fixture, values, details);
     if (s.phases.has("provisioning")) runs.provisioningAndList = await provisioningPhase(s, a, db, admin, env.adminToken, values, details);
     if (s.phases.has("revocation")) {
       const b = await startKeyplane("B", env);
