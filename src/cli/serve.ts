@@ -4,7 +4,7 @@ import { metricsHandler } from "../http/metrics-server.ts";
 import { listen } from "../http/server.ts";
 import { createKeyplane, openDatabase } from "../keyplane.ts";
 import { createLogger } from "../logging.ts";
-import { startOperator } from "../operator/start.ts";
+import { startOperator } from "../operator/launch.ts";
 import { keepTickShape } from "./tick-shape.ts";
 
 /** `keyplane serve`: the REST API, and the operator where a cluster is reachable. Stops cleanly on SIGTERM/SIGINT. */

@@ -5,7 +5,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import type { Context } from "../services/context.ts";
 import { createLogger } from "../logging.ts";
 import { loadConfig } from "../config.ts";
-import { operatorSettings, startOperator } from "./start.ts";
+import { startOperator } from "./launch.ts";
+import { operatorSettings } from "./start.ts";
 
 const ctx = {} as Context;
 /** The operator's configuration as keyplane would read it from the (stubbed) environment. */

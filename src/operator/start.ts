@@ -166,20 +166,13 @@ async function probe(kubeConfig: KubeConfig, watchNamespace: string | undefined,
 }
 
 /**
- * Starts the ApiKey operator as KEYPLANE_OPERATOR says: `off`, nothing; `on`, it must reach a cluster
- * that serves ApiKeys, or this throws; `auto`, it starts where one is configured and answers, and
- * otherwise logs why not and returns undefined.
+ * The operator on the cluster configured at `where` (launch.ts decides whether there is one to try):
+ * `on`, it must answer and serve ApiKeys, or this throws; `auto`, where it does not, this logs why and
+ * returns undefined.
  */
-export async function startOperator(config: OperatorConfig, ctx: Context, log: Logger): Promise<RunningOperator | undefined> {
-  const { mode, cluster: where } = config;
-  if (mode === "off") return undefined;
+export async function startOnCluster(config: OperatorConfig, where: string, ctx: Context, log: Logger): Promise<RunningOperator | undefined> {
+  const { mode } = config;
   const settings = operatorSettings(config);
-  if (!where) {
-    const why = "no Kubernetes cluster configured (no KUBECONFIG, ~/.kube/config nor in-cluster service account)";
-    if (mode === "on") throw new Error(`KEYPLANE_OPERATOR=on but ${why}`);
-    log.info({ mode }, `operator off: ${why}`);
-    return undefined;
-  }
   const kubeConfig = new KubeConfig();
   try {
     kubeConfig.loadFromDefault();
