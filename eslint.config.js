@@ -22,6 +22,8 @@ export default tseslint.config(
     },
   },
   layer("domain", "^\\.\\./", "holds pure rules: it imports nothing of keyplane's outside domain/."),
+  // A folder inside domain/ (domain/policy/) reaches domain/'s own files through "../": only "../../" leaves it.
+  { ...layer("domain", "^\\.\\./\\.\\./", "holds pure rules: it imports nothing of keyplane's outside domain/."), files: ["src/domain/*/**/*.ts"] },
   layer("store", "^\\.\\./(?!domain/)", "may import only domain/."),
   layer("services", "^\\.\\./(?!(domain|store)/)", "may import only store/ and domain/."),
   ...["http", "operator", "runtime", "cli"].map((folder) => layer(folder, "^\\.\\./store/", "reaches the store only through services/.")),

@@ -16,6 +16,7 @@ describe("the layers' import rules", () => {
     ["src/domain/x.ts", "../store/database.ts"],
     ["src/domain/x.ts", "../services/context.ts"],
     ["src/domain/x.ts", "../config.ts"],
+    ["src/domain/policy/x.ts", "../../store/database.ts"],
     ["src/store/x.ts", "../services/keys.ts"],
     ["src/store/x.ts", "../http/route.ts"],
     ["src/services/x.ts", "../http/route.ts"],
@@ -30,6 +31,7 @@ describe("the layers' import rules", () => {
 
   it.each([
     ["src/domain/x.ts", "./scope.ts"],
+    ["src/domain/policy/x.ts", "../platform-path.ts"],
     ["src/store/x.ts", "../domain/model.ts"],
     ["src/services/x.ts", "../store/keys.ts"],
     ["src/services/x.ts", "../domain/scope.ts"],
