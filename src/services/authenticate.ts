@@ -27,21 +27,20 @@ const MISSING_TOKEN = "An Authorization: Bearer <API key> header is required.";
 /**
  * The usable key behind a token, or why there is none; at once when the cache knows it. A token not
  * of the keyId form is refused before any look-up, so garbage never reaches the cache or the
- * database. A throttled client is answered from the cache alone: a key it already holds as valid,
- * else Throttled (429), thrown. Failures are recorded here; success is the caller's to record, once
- * it knows the whole outcome.
+ * database. A throttled client gets Throttled (429), thrown, without a database query, unless its
+ * token is a key this process has seen valid within the stale window: that one is answered as usual,
+ * however long the client stays throttled (docs/gateways.md, "Throttling"). Failures are recorded
+ * here; success is the caller's to record, once it knows the whole outcome.
  */
 export function usableKey(ctx: Context, endpoint: AuthEndpoint, client: string, token: string): Maybe<StoredKey | AuthFailure> {
+  const hashHex = isTokenFormat(token) ? tokenHashHex(token) : undefined;
   const retryAfter = ctx.throttle.retryAfter(client);
-  if (retryAfter !== undefined) {
-    const known = isTokenFormat(token) ? ctx.keyCache.known(tokenHashHex(token)) : undefined;
-    if (!known || keyState(known, ctx.clock()) !== "active") {
-      recordAuthentication(ctx, endpoint, client, "throttled");
-      throw new Throttled(retryAfter);
-    }
+  if (retryAfter !== undefined && (hashHex === undefined || !ctx.keyCache.seenValid(hashHex))) {
+    recordAuthentication(ctx, endpoint, client, "throttled");
+    throw new Throttled(retryAfter);
   }
-  if (!isTokenFormat(token)) return failed(ctx, endpoint, client, "malformed");
-  return after(ctx.keyCache.lookup(tokenHashHex(token)), (key) => {
+  if (hashHex === undefined) return failed(ctx, endpoint, client, "malformed");
+  return after(ctx.keyCache.lookup(hashHex), (key) => {
     if (!key) return failed(ctx, endpoint, client, "unknown");
     // The cached key carries its expiresAt: it stops at that instant on every process, notified or not.
     const now = ctx.clock();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Queryable, Row } from "../store/database.ts";
 import { StoreUnavailable } from "../domain/errors.ts";
-import { KeyCache } from "./key-cache.ts";
+import { KeyCache, seenValidWithin } from "./key-cache.ts";
 
 // The cache's own rules, over a fake store whose answers the test controls.
 function fakeStore() {
@@ -12,6 +12,8 @@ function fakeStore() {
     /** While true, the database cannot be reached. */
     down: false,
     live,
+    /** Tokens whose key the store holds, disabled. */
+    disabled: new Set<string>(),
     hold() {
       let release!: () => void;
       gate = new Promise((r) => (release = r));
@@ -26,7 +28,7 @@ function fakeStore() {
       const hash = (params![0] as Buffer).toString("hex");
       const found = live.has(hash);
       await gate;
-      return (found ? [{ id: 1, token_hash: params![0], active: true, c_id: 1 }] : []) as unknown as R[];
+      return (found ? [{ id: 1, token_hash: params![0], active: !store.disabled.has(hash), c_id: 1 }] : []) as unknown as R[];
     },
     async exec() {},
   };
@@ -214,26 +216,53 @@ describe("KeyCache", () => {
     expect(v.stats().size).toBe(1);
   });
 
-  it("tells a key it holds fresh without asking the database, and nothing else (for throttled clients)", async () => {
+  it("tells a key seen valid within the stale window, past its TTL, without asking the database (for throttled clients)", async () => {
     const store = fakeStore();
     store.live.add(hash(1));
     let now = 1_000;
-    const v = new KeyCache(store, { ttlMs: 100, now: () => now });
-    expect(v.known(hash(1))).toBeUndefined(); // never looked up
+    const v = new KeyCache(store, { ttlMs: 100, staleMs: 1_000, now: () => now });
+    expect(v.seenValid(hash(1))).toBe(false); // never looked up
     await v.lookup(hash(1));
     await v.lookup(hash(2)); // unknown: a negative entry
     const queries = store.queries;
-    expect(v.known(hash(1))).toMatchObject({ id: 1 });
-    expect(v.known(hash(2))).toBeUndefined();
-    v.listening("lost");
-    expect(v.known(hash(1))).toBeUndefined(); // nothing is fresh while notifications may be missed
+    expect(v.seenValid(hash(1))).toBe(true);
+    expect(v.seenValid(hash(2))).toBe(false);
+    now += 500; // past the TTL, within the stale window
+    expect(v.seenValid(hash(1))).toBe(true);
+    v.listening("lost"); // nothing is fresh, but it was seen valid all the same: the look-up asks again
+    expect(v.seenValid(hash(1))).toBe(true);
+    expect(store.queries).toBe(queries);
     v.listening("restored");
-    await v.lookup(hash(1));
-    now += 100;
-    expect(v.known(hash(1))).toBeUndefined(); // past its TTL
-    await v.lookup(hash(1));
-    v.invalidate(hash(1));
-    expect(v.known(hash(1))).toBeUndefined();
-    expect(store.queries).toBe(queries + 2);
+    now += 501;
+    expect(v.seenValid(hash(1))).toBe(false); // past the stale window
+    await v.lookup(hash(1)); // read again: seen valid from now
+    expect(v.seenValid(hash(1))).toBe(true);
+    v.invalidate(hash(1)); // changed (disabled, deleted): no answer of the past stands
+    expect(v.seenValid(hash(1))).toBe(false);
+  });
+
+  it("does not tell a key seen inactive as seen valid, nor any key with a stale window of 0", async () => {
+    const store = fakeStore();
+    store.live.add(hash(1));
+    const off = new KeyCache(store, { staleMs: 0 });
+    await off.lookup(hash(1));
+    expect(off.seenValid(hash(1))).toBe(false);
+    store.disabled.add(hash(1));
+    const v = new KeyCache(store);
+    expect(await v.lookup(hash(1))).toMatchObject({ active: false });
+    expect(v.seenValid(hash(1))).toBe(false);
+  });
+});
+
+describe("seenValidWithin", () => {
+  const active = { active: true };
+  it.each([
+    ["an active key seen now", active, 1_000, 1_000, 300, true],
+    ["an active key seen at the window's very edge", active, 1_000, 1_300, 300, true],
+    ["an active key seen just longer ago than the window", active, 1_000, 1_301, 300, false],
+    ["an inactive key seen now", { active: false }, 1_000, 1_000, 300, false],
+    ["an active key seen now, with a window of 0", active, 1_000, 1_000, 0, false],
+  ])("%s", (_name, key, seenAt, now, staleMs, expected) => {
+    expect(seenValidWithin(key, seenAt, now, staleMs)).toBe(expected);
   });
 });

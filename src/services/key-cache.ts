@@ -21,7 +21,9 @@ import type { Maybe } from "./maybe.ts";
 // - concurrent look-ups of one token share one query: when a hot key's entry ends, the requests
 //   already arriving wait for one answer rather than each asking the database;
 // - while the database cannot be reached, a key seen valid within `staleMs` is still answered
-//   (stale-if-error, docs/api.md "When the database cannot be reached"); nothing else is.
+//   (stale-if-error, docs/api.md "When the database cannot be reached"); nothing else is;
+// - a throttled client's token is looked up only when it is such a key (seenValid), so its entry is
+//   read again as it ages, however long the client stays throttled.
 const UNKNOWN = Symbol("unknown");
 
 interface Entry {
@@ -33,7 +35,10 @@ interface Entry {
 export interface KeyCacheOptions {
   maxEntries?: number;
   ttlMs?: number;
-  /** How long a key seen valid keeps verifying while the database cannot be reached (0: not at all). */
+  /**
+   * The stale window: how long a key seen valid keeps verifying while the database cannot be reached,
+   * and keeps being looked up for a throttled client (0: not at all).
+   */
   staleMs?: number;
   /** The clock the TTL and the stale window are measured on, in milliseconds (performance.now). */
   now?: () => number;
@@ -101,7 +106,7 @@ export class KeyCache {
     try {
       found = await keyFindByHash(this.#db, Buffer.from(hashHex, "hex"));
     } catch (error) {
-      if (error instanceof StoreUnavailable && cached && this.#servableStale(cached)) {
+      if (error instanceof StoreUnavailable && cached && this.#seenValid(cached, this.#now())) {
         this.#stats.stale++;
         return cached.value;
       }
@@ -112,23 +117,22 @@ export class KeyCache {
   }
 
   /**
-   * The key behind a token hash as far as the cache knows it fresh, without asking the database:
-   * undefined when it holds no fresh key (unknown, or not cached). For throttled clients.
+   * Whether this process has seen the key behind a token hash valid within the stale window, without
+   * asking the database: what lets a throttled client's key be answered as usual (docs/gateways.md,
+   * "Throttling"), its entry read again when no longer fresh. A dropped entry (the key changed) and an
+   * unknown token never were.
    */
-  known(hashHex: string): StoredKey | undefined {
-    const cached = this.#cache.get(hashHex);
-    if (!cached || cached.value === UNKNOWN || !this.#isFresh(cached, this.#now())) return undefined;
-    this.#stats.hits++;
-    return cached.value;
+  seenValid(hashHex: string): boolean {
+    const cached = this.#cache.peek(hashHex);
+    return cached !== undefined && this.#seenValid(cached, this.#now());
   }
 
   #isFresh(entry: Entry, now: number): boolean {
     return this.#listening && entry.at > this.#freshSince && now - entry.at < this.#ttlMs;
   }
 
-  /** A key seen valid within the stale window (none with a window of 0, even at the same instant). */
-  #servableStale(entry: Entry): entry is { value: StoredKey; at: number } {
-    return this.#staleMs > 0 && entry.value !== UNKNOWN && entry.value.active && this.#now() - entry.at <= this.#staleMs;
+  #seenValid(entry: Entry, now: number): entry is { value: StoredKey; at: number } {
+    return entry.value !== UNKNOWN && seenValidWithin(entry.value, entry.at, now, this.#staleMs);
   }
 
   /** Drops one key's entry (its token hash, hex): it changed, so no answer of the past may stand. */
@@ -171,4 +175,13 @@ export class KeyCache {
   stats(): KeyCacheStats {
     return { ...this.#stats, size: this.#cache.size };
   }
+}
+
+/**
+ * The stale window: whether the database said a key was active no longer than `staleMs` ago (never
+ * with a window of 0, even at the same instant). One test for both of its uses, the database out of
+ * reach and a throttled client.
+ */
+export function seenValidWithin(key: { active: boolean }, seenAt: number, now: number, staleMs: number): boolean {
+  return staleMs > 0 && key.active && now - seenAt <= staleMs;
 }
