@@ -22,5 +22,12 @@ export async function authorizedScope(ctx: Context, req: Request): Promise<Scope
   return resolved.target;
 }
 
-/** The `{key-id}` of a path: a keyId or a numeric id. */
-export const keyRef = (req: Request) => String(req.params.keyId);
+/**
+ * The `{key-id}` of a path: a keyId, a numeric id, or `self` for the calling key (docs/api.md, "Keys").
+ * `self` becomes the caller's numeric id, so the service treats it as any other key: found only
+ * inside the path's scope, else 404 (and DELETE deletes nothing), like a key outside it.
+ */
+export function keyRef(req: Request): string {
+  const ref = String(req.params.keyId);
+  return ref === "self" ? String(req.principal!.key.id) : ref;
+}

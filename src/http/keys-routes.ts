@@ -99,7 +99,8 @@ export function keysRoutes(ctx: Context): Route[] {
     ok: { status: 200, description: "The calling key", schema: keyObject },
     handle: (req, res) => void res.json(callerKeyJson(req.principal!)),
   });
-  // The literal self paths come before /keys/{keyId}/..., which would take "self" for a key-id.
+  // The literal self paths come before /keys/{keyId}/..., which would serve them too (keyRef reads
+  // `self` as the calling key) but by a look-up: GET /keys/self answers from the principal itself.
   const canonical = [self, rotateSelfRoute(ctx), ...BASES.flatMap(({ path, tag }) => keyRoutes(ctx, path, tag))];
   // Every spelling is served; the document describes the canonical one and refers the others to it.
   const spelled = canonical.flatMap((r) => spellings(r.path).map((path) => (path === r.path ? r : { ...r, path, aliasOf: r.path })));
