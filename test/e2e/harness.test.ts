@@ -19,19 +19,21 @@ const envtestModule = new URL("../support/envtest.ts", import.meta.url);
 
 describe("kubeTarget", () => {
   const assets = "/nonexistent/envtest-assets";
+  const unbuilt = { KEYPLANE_ENVTEST_CACHE: "/nonexistent/envtest-cache" };
   it.each([
-    ["skips without assets", {}, { kind: "unavailable", fail: false }],
-    ["fails without assets under CI", { CI: "true" }, { kind: "unavailable", fail: true }],
-    ["fails when the assets folder lacks the binaries", { KEYPLANE_ENVTEST_ASSETS: assets }, { kind: "unavailable", fail: true }],
-    ["fails when the kubeconfig does not exist", { KEYPLANE_E2E_KUBECONFIG: "/nonexistent/kubeconfig" }, { kind: "unavailable", fail: true }],
-    ["uses an existing cluster's kubeconfig", { KEYPLANE_E2E_KUBECONFIG: "/dev/null" }, { kind: "existing", kubeconfigPath: "/dev/null" }],
-  ])("%s", (_name, env, expected) => {
-    expect(kubeTarget(env)).toMatchObject(expected);
+    ["builds the control plane first where it may (root)", unbuilt, true, { kind: "envtest", assets: "/nonexistent/envtest-cache/v1.20.2", build: true }],
+    ["skips where it may not build it", unbuilt, false, { kind: "unavailable", fail: false }],
+    ["fails where it may not build it under CI", { ...unbuilt, CI: "true" }, false, { kind: "unavailable", fail: true }],
+    ["fails when the assets folder lacks the binaries", { KEYPLANE_ENVTEST_ASSETS: assets }, true, { kind: "unavailable", fail: true }],
+    ["fails when the kubeconfig does not exist", { KEYPLANE_E2E_KUBECONFIG: "/nonexistent/kubeconfig" }, true, { kind: "unavailable", fail: true }],
+    ["uses an existing cluster's kubeconfig", { KEYPLANE_E2E_KUBECONFIG: "/dev/null" }, true, { kind: "existing", kubeconfigPath: "/dev/null" }],
+  ])("%s", (_name, env, root, expected) => {
+    expect(kubeTarget({ PATH: process.env.PATH, HOME: "/nonexistent", ...env }, root)).toMatchObject(expected);
   });
 
-  it("names the script to run when it skips", () => {
-    const target = kubeTarget({});
-    expect(target.kind === "unavailable" && target.reason).toMatch(/^KEYPLANE_ENVTEST_ASSETS not set: run .*ensure-assets\.sh/);
+  it("names the repository's script when it skips", () => {
+    const target = kubeTarget({ PATH: process.env.PATH, HOME: "/nonexistent", ...unbuilt }, false);
+    expect(target.kind === "unavailable" && target.reason).toMatch(/needs root: run \/.*\/test\/support\/envtest-assets\.sh once as root/);
   });
 });
 

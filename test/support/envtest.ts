@@ -1,8 +1,7 @@
 // What controller-runtime's envtest is for Go: a real etcd + kube-apiserver (+ kube-controller-manager
 // for garbage collection) on free 127.0.0.1 ports, started and stopped by the tests themselves.
-// The binaries come from ../shared/tools/envtest/ensure-assets.sh; its control-plane.sh is the
-// reference for the flags.
-import { execFile, spawn } from "node:child_process";
+// The binaries come from test/support/envtest-assets.sh, which builds them once from Debian's packages.
+import { execFile, execFileSync, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { generateKeyPair, randomBytes } from "node:crypto";
 import { once } from "node:events";
@@ -21,9 +20,38 @@ import { installCrds, waitFor } from "./kube.ts";
 export const defaultCrdDir = fileURLToPath(new URL("../../crds/", import.meta.url));
 const run = promisify(execFile);
 
-/** The folder holding etcd, kube-apiserver and kube-controller-manager, from KEYPLANE_ENVTEST_ASSETS. */
-export function envtestAssets(): string | undefined {
-  return process.env.KEYPLANE_ENVTEST_ASSETS || undefined;
+export const assetsScript = fileURLToPath(new URL("./envtest-assets.sh", import.meta.url));
+const binaries = ["etcd", "kube-apiserver", "kube-controller-manager"] as const;
+
+/**
+ * The folder meant to hold etcd, kube-apiserver and kube-controller-manager: KEYPLANE_ENVTEST_ASSETS,
+ * else the cache that envtest-assets.sh builds into.
+ */
+export function envtestAssets(env: NodeJS.ProcessEnv = process.env): string {
+  return env.KEYPLANE_ENVTEST_ASSETS || execFileSync(assetsScript, ["--folder"], { env, encoding: "utf8" }).trim();
+}
+
+/** The binaries `assets` lacks. */
+export function missingBinaries(assets: string): string[] {
+  return binaries.filter((b) => {
+    try {
+      accessSync(join(assets, b), constants.X_OK);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+}
+
+/** Builds the control plane's binaries where they are missing (minutes, once; needs root) and returns their folder. */
+export async function buildEnvtestAssets(): Promise<string> {
+  // Its progress goes to the test run's stderr: a first build takes minutes, and says so.
+  const child = spawn(assetsScript, [], { stdio: ["ignore", "pipe", "inherit"] });
+  let folder = "";
+  child.stdout.on("data", (chunk: Buffer) => (folder += chunk.toString()));
+  const [code] = (await once(child, "exit")) as [number | null];
+  if (code !== 0) throw new Error(`${assetsScript} failed with exit code ${code}`);
+  return folder.trim();
 }
 
 /** A Kubernetes API for tests: a control plane of its own, or an existing cluster. */
@@ -81,7 +109,8 @@ function killAllSync(): void {
  */
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const assets = envtestAssets();
-  if (!assets) throw new Error(`KEYPLANE_ENVTEST_ASSETS not set: run ../shared/tools/envtest/ensure-assets.sh`);
+  const missing = missingBinaries(assets);
+  if (missing.length > 0) throw new Error(`${assets} lacks ${missing.join(", ")}: run ${assetsScript}`);
   if (!exitHookInstalled) {
     process.on("exit", killAllSync);
     exitHookInstalled = true;

@@ -1,59 +1,44 @@
-// How Kubernetes suites find a cluster: a control plane of their own (envtest.ts) from
-// KEYPLANE_ENVTEST_ASSETS, or an existing cluster from KEYPLANE_E2E_KUBECONFIG; skipped with the reason
-// when there is neither, except under CI.
-import { accessSync, constants, existsSync } from "node:fs";
-import { join } from "node:path";
+// How Kubernetes suites find a cluster: a control plane of their own (envtest.ts), from
+// KEYPLANE_ENVTEST_ASSETS or from the folder test/support/envtest-assets.sh builds (built on first use
+// where the tests run as root), or an existing cluster from KEYPLANE_E2E_KUBECONFIG. Skipped with the
+// reason when there is none, except under CI.
+import { existsSync } from "node:fs";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { defaultCrdDir, startControlPlane, type ControlPlaneOptions, type TestCluster } from "./envtest.ts";
+import { assetsScript, buildEnvtestAssets, defaultCrdDir, envtestAssets, missingBinaries, startControlPlane, type ControlPlaneOptions, type TestCluster } from "./envtest.ts";
 import { installCrds } from "./kube.ts";
 
-const binaries = ["etcd", "kube-apiserver", "kube-controller-manager"] as const;
-
-/** Where Kubernetes suites run, decided from the environment. */
+/** Where Kubernetes suites run, decided from the environment. `build`: the assets are built first. */
 export type KubeTarget =
   | { kind: "existing"; kubeconfigPath: string }
-  | { kind: "envtest"; assets: string }
+  | { kind: "envtest"; assets: string; build: boolean }
   | { kind: "unavailable"; reason: string; fail: boolean };
 
 /**
- * KEYPLANE_E2E_KUBECONFIG wins (an existing cluster); else KEYPLANE_ENVTEST_ASSETS (a control plane per
- * suite). With neither, suites are skipped, but fail under CI=true. A variable that is set but points
- * at nothing usable always fails: someone asked for a cluster and would not notice a skip.
+ * KEYPLANE_E2E_KUBECONFIG wins (an existing cluster); else KEYPLANE_ENVTEST_ASSETS, else the built
+ * folder of envtest-assets.sh, else that folder built on first use, where the tests run as root (it
+ * takes apt-get). Otherwise suites are skipped, but fail under CI=true. A variable that is set but
+ * points at nothing usable always fails: someone asked for a cluster and would not notice a skip.
  */
-export function kubeTarget(env: NodeJS.ProcessEnv = process.env): KubeTarget {
+export function kubeTarget(env: NodeJS.ProcessEnv = process.env, root = process.getuid?.() === 0): KubeTarget {
   const kubeconfigPath = env.KEYPLANE_E2E_KUBECONFIG;
   if (kubeconfigPath) {
     if (existsSync(kubeconfigPath)) return { kind: "existing", kubeconfigPath };
     return { kind: "unavailable", reason: `KEYPLANE_E2E_KUBECONFIG=${kubeconfigPath}: no such file`, fail: true };
   }
-  const assets = env.KEYPLANE_ENVTEST_ASSETS;
-  if (!assets) {
-    return {
-      kind: "unavailable",
-      fail: env.CI === "true",
-      reason: "KEYPLANE_ENVTEST_ASSETS not set: run ../shared/tools/envtest/ensure-assets.sh and export " +
-        "KEYPLANE_ENVTEST_ASSETS=<the folder it prints> (or KEYPLANE_E2E_KUBECONFIG=<kubeconfig of a cluster>)",
-    };
+  const assets = envtestAssets(env);
+  const missing = missingBinaries(assets);
+  if (missing.length === 0) return { kind: "envtest", assets, build: false };
+  if (env.KEYPLANE_ENVTEST_ASSETS) {
+    return { kind: "unavailable", fail: true, reason: `KEYPLANE_ENVTEST_ASSETS=${assets} lacks ${missing.join(", ")}: run ${assetsScript}` };
   }
-  const missing = binaries.filter((b) => !isExecutable(join(assets, b)));
-  if (missing.length > 0) {
-    return {
-      kind: "unavailable",
-      fail: true,
-      reason: `KEYPLANE_ENVTEST_ASSETS=${assets} lacks ${missing.join(", ")}: run ../shared/tools/envtest/ensure-assets.sh`,
-    };
-  }
-  return { kind: "envtest", assets };
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
+  if (root) return { kind: "envtest", assets, build: true };
+  return {
+    kind: "unavailable",
+    fail: env.CI === "true",
+    reason: `the test control plane is not built and building it needs root: run ${assetsScript} once as root ` +
+      "(or set KEYPLANE_ENVTEST_ASSETS=<a folder of etcd, kube-apiserver, kube-controller-manager>, or KEYPLANE_E2E_KUBECONFIG=<kubeconfig of a cluster>)",
+  };
 }
 
 /**
@@ -83,7 +68,10 @@ export function describeKube(name: string, body: () => void): void {
 export async function connectKube(opts: ControlPlaneOptions = {}): Promise<TestCluster> {
   const target = kubeTarget();
   if (target.kind === "unavailable") throw new Error(target.reason);
-  if (target.kind === "envtest") return startControlPlane(opts);
+  if (target.kind === "envtest") {
+    if (target.build) await buildEnvtestAssets();
+    return startControlPlane(opts);
+  }
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(target.kubeconfigPath);
   await installCrds(kubeConfig, opts.crdDir ?? defaultCrdDir);
@@ -103,9 +91,11 @@ export async function connectKube(opts: ControlPlaneOptions = {}): Promise<TestC
  */
 export function useKube(opts: ControlPlaneOptions = {}): () => TestCluster {
   let cluster: TestCluster | undefined;
+  // A first build of the control plane's binaries takes minutes; later starts, seconds.
+  const target = kubeTarget();
   beforeAll(async () => {
     cluster = await connectKube(opts);
-  }, 60_000);
+  }, target.kind === "envtest" && target.build ? 30 * 60_000 : 60_000);
   afterAll(async () => {
     await cluster?.stop();
   }, 30_000);
