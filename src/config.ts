@@ -126,20 +126,27 @@ function clusterConfigured(e: Pick<z.output<typeof env>, "KUBECONFIG" | "HOME" |
 export interface Secrets {
   adminToken: string;
   masterKey: Buffer;
-  /** Set when the admin token was generated just now: the one time it is shown. */
-  generatedAdminToken: boolean;
+  /**
+   * Where the admin token came from: KEYPLANE_ADMIN_TOKEN, generated just now (the one time it is
+   * shown), or kept in the data dir from an earlier start.
+   */
+  adminTokenFrom: "environment" | "generated" | "data dir";
 }
 
 /** The admin token and master key: from the configuration, else kept in (or first generated into) the data dir. */
 export async function loadSecrets(config: Config): Promise<Secrets> {
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
-  const admin = config.adminToken
-    ? { value: config.adminToken, generated: false }
-    : await keptOrGenerated(join(config.dataDir, "admin-token"), () => "kpa_" + randomBytes(32).toString("base64url"));
-  const master = config.masterKey
+  const masterKey = config.masterKey
     ? config.masterKey
     : parseMasterKey((await keptOrGenerated(join(config.dataDir, "master-key"), () => randomBytes(32).toString("hex"))).value);
-  return { adminToken: admin.value, masterKey: master, generatedAdminToken: admin.generated };
+  if (config.adminToken) return { adminToken: config.adminToken, masterKey, adminTokenFrom: "environment" };
+  const admin = await keptOrGenerated(adminTokenPath(config), () => "kpa_" + randomBytes(32).toString("base64url"));
+  return { adminToken: admin.value, masterKey, adminTokenFrom: admin.generated ? "generated" : "data dir" };
+}
+
+/** Where a generated admin token is kept. */
+export function adminTokenPath(config: Pick<Config, "dataDir">): string {
+  return join(config.dataDir, "admin-token");
 }
 
 async function keptOrGenerated(path: string, generate: () => string): Promise<{ value: string; generated: boolean }> {

@@ -1,5 +1,5 @@
 import { setFlagsFromString } from "node:v8";
-import { loadSecrets, type Config } from "../config.ts";
+import { adminTokenPath, loadSecrets, type Config } from "../config.ts";
 import { metricsHandler } from "../http/metrics-server.ts";
 import { listen } from "../http/server.ts";
 import { createKeyplane, openDatabase } from "../keyplane.ts";
@@ -18,9 +18,12 @@ export async function serve(config: Config): Promise<void> {
   if (!keepTickShape()) process.emitWarning("keyplane: no tick seen to keep (docs/adr/0010-tick-shape.md); verification may run slower");
   const secrets = await loadSecrets(config);
   const log = createLogger({ level: config.logLevel, secrets: [secrets.adminToken] });
-  if (secrets.generatedAdminToken) {
+  if (secrets.adminTokenFrom === "generated") {
     // Shown once, outside the log (log lines never carry it); it is kept in the data dir.
-    process.stdout.write(`\nkeyplane admin token (generated, kept in ${config.dataDir}/admin-token):\n\n    ${secrets.adminToken}\n\n`);
+    process.stdout.write(`\nkeyplane admin token (generated, kept in ${adminTokenPath(config)}):\n\n    ${secrets.adminToken}\n\n`);
+  } else if (secrets.adminTokenFrom === "data dir") {
+    // Every later start says where it is, never what it is.
+    process.stdout.write(`\nkeyplane admin token: kept in ${adminTokenPath(config)} (cat it; it is not shown again)\n\n`);
   }
   const db = await openDatabase(config, log);
   const keyplane = await createKeyplane({ db, secrets, runtimeHeader: config.runtimeHeader, log, keyCache: { staleMs: config.staleMs },

@@ -17,7 +17,7 @@ describe("keyplane serve on the embedded database", () => {
 
   const json = async (res: Response) => ({ status: res.status, body: (await res.json()) as Record<string, unknown> });
 
-  it("keeps customers and keys across a restart, and shows the generated admin token once", { timeout: 60_000 }, async () => {
+  it("keeps customers and keys across a restart, and shows the generated admin token once, and where it is on every later start", { timeout: 60_000 }, async () => {
     const first = await startServerProcess({ KEYPLANE_DATA_DIR: dataDir });
     const adminToken = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();
     expect(first.stdout()).toContain(adminToken);
@@ -32,6 +32,7 @@ describe("keyplane serve on the embedded database", () => {
     const second = await startServerProcess({ KEYPLANE_DATA_DIR: dataDir });
     try {
       expect(second.stdout()).not.toContain(adminToken);
+      expect(second.stdout()).toContain(`admin token: kept in ${join(dataDir, "admin-token")}`);
       const self = await json(await fetch(`${second.url}/keys/self`, { headers: { Authorization: `Bearer ${key.body.keyId}` } }));
       expect(self.status).toBe(200);
       expect(self.body).toMatchObject({ keyId: key.body.keyId, name: "root", tenant: { name: "acme" } });
