@@ -1,6 +1,6 @@
 // Proves the test harness against a real API server: the control plane, the fault proxy, the
 // controller manager's garbage collection, and that nothing outlives a control plane.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -29,6 +29,13 @@ describe("kubeTarget", () => {
     ["uses an existing cluster's kubeconfig", { KEYPLANE_E2E_KUBECONFIG: "/dev/null" }, true, { kind: "existing", kubeconfigPath: "/dev/null" }],
   ])("%s", (_name, env, root, expected) => {
     expect(kubeTarget({ PATH: process.env.PATH, HOME: "/nonexistent", ...env }, root)).toMatchObject(expected);
+  });
+
+  it("needs nothing beside the repository: no tracked file names a path outside it", () => {
+    const root = fileURLToPath(new URL("../..", import.meta.url));
+    const grep = spawnSync("git", ["grep", "-lE", String.raw`\.\./(shared|\.library)/`, "--", ":!test/e2e/harness.test.ts"], { cwd: root, encoding: "utf8" });
+    expect(grep.error).toBeUndefined();
+    expect(grep.stdout).toBe("");
   });
 
   it("names the repository's script when it skips", () => {
