@@ -134,13 +134,21 @@ function operation(r: Route): object {
 }
 
 const pathOf = (path: string) => path.replace(/:([A-Za-z]+)/g, "{$1}");
-const pointer = (path: string) => `#/paths/${pathOf(path).replaceAll("~", "~0").replaceAll("/", "~1")}`;
+
+/**
+ * A path item's address as a URI fragment: a JSON pointer (RFC 6901: `~0` for `~`, `~1` for `/`) whose
+ * characters a fragment may not hold (RFC 3986 3.5), such as a template's `{` and `}`, percent-encoded.
+ */
+export function pathPointer(template: string): string {
+  const token = template.replaceAll("~", "~0").replaceAll("/", "~1");
+  return `#/paths/${token.replace(/[^A-Za-z0-9\-._~!$&'()*+,;=:@/?]/g, (c) => encodeURIComponent(c))}`;
+}
 
 export function openApiDocument(routes: Route[], version: string): object {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     // Another spelling of a path is that path's item by reference: described once, never copied.
-    if (r.aliasOf) paths[pathOf(r.path)] = { $ref: pointer(r.aliasOf) };
+    if (r.aliasOf) paths[pathOf(r.path)] = { $ref: pathPointer(pathOf(r.aliasOf)) };
     else (paths[pathOf(r.path)] ??= {})[r.method] = operation(r);
   }
   const used = new Set(routes.map((r) => r.tag));

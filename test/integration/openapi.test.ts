@@ -6,15 +6,18 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { createClient } from "@hey-api/openapi-ts";
 import { createConfig, lintFromString } from "@redocly/openapi-core";
+import { Validator } from "@seriousme/openapi-schema-validator";
 import supertest from "supertest";
 import { API_EXAMPLES } from "../../src/http/examples.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Conformance } from "../support/conformance.ts";
 import { startService, type TestService } from "../support/service.ts";
 
-// /openapi.json as client tools see it: Redocly's recommended rules find no error, every operation has
-// a unique id, and a typed client generated from it (@hey-api/openapi-ts) compiles with tsc. That every
-// answer of the suites conforms to it is checked by test/support/conformance.ts.
+// /openapi.json as client tools see it: the OpenAPI 3.1 schema accepts it (@seriousme/openapi-schema-validator,
+// in its strict mode, formats checked), Redocly's recommended rules find no error, every operation has a
+// unique id, and a typed client generated from it (@hey-api/openapi-ts) compiles with tsc. That every
+// answer of the suites conforms to it is checked by test/support/conformance.ts; that it refuses the
+// requests the server refuses, by document-refusals.test.ts.
 const run = promisify(execFile);
 const TSC = createRequire(import.meta.url).resolve("typescript/bin/tsc");
 
@@ -45,6 +48,16 @@ describe("the OpenAPI document", () => {
     expect(Buffer.byteLength(text)).toBeLessThan(300 * 1024);
   });
 
+  it("is valid OpenAPI 3.1 to a strict validator: every $ref a URI reference, every format as its schema says", async () => {
+    // strict "log" is the validator's strictest mode; what ajv's strict mode says of the OpenAPI schema
+    // itself (not of this document) is no finding here, so the log is not shown.
+    const validator = new Validator({ strict: "log", logger: false });
+    const result = await validator.validate(doc as unknown as Record<string, unknown>);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(validator.version).toBe("3.1");
+  });
+
   it("passes Redocly's recommended rules with no error", async () => {
     const config = await createConfig({ extends: ["recommended"] });
     const problems = await lintFromString({ source: text, absoluteRef: join(scratch, "openapi.json"), config });
@@ -63,9 +76,15 @@ describe("the OpenAPI document", () => {
     for (const p of Object.values(doc.components.parameters)) expect(p.description).toMatch(/\w/);
   });
 
-  it("refers the other spellings (apikeys, tenants) to their path, not a copy", () => {
-    expect(doc.paths["/tenants/{customer}/apikeys"]).toEqual({ $ref: "#/paths/~1customers~1{customer}~1keys" });
+  it("refers the other spellings (apikeys, tenants) to their path, not a copy, by a pointer a URI fragment may hold", () => {
+    expect(doc.paths["/tenants/{customer}/apikeys"]).toEqual({ $ref: "#/paths/~1customers~1%7Bcustomer%7D~1keys" });
     expect(doc.paths["/apikeys/self"]).toEqual({ $ref: "#/paths/~1keys~1self" });
+    for (const item of Object.values(doc.paths)) {
+      const ref = (item as { $ref?: string }).$ref;
+      if (ref === undefined) continue;
+      expect(ref, ref).toMatch(/^#(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-F]{2})*$/);
+      expect(doc.paths[decodeURIComponent(ref).slice("#/paths/".length).replaceAll("~1", "/").replaceAll("~0", "~")], ref).toBeDefined();
+    }
   });
 
   it("generates a typed client that compiles", { timeout: 60_000 }, async () => {

@@ -1,6 +1,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
+import { pathPointer } from "../../src/http/openapi.ts";
 
 // Every answer the HTTP suites receive is checked against /openapi.json: its status is one the
 // operation declares (or, for a path no operation has, 404; for a method a path does not take, 405),
@@ -105,19 +106,19 @@ export class Conformance {
     if (!json) return undefined; // an application's own answer (invoke): any content
     const pointer = declared.$ref
       ? `${DOC_ID}${(declared.$ref as string)}/content/application~1json/schema`
-      : `${DOC_ID}#/paths/${escape(template)}/${method}/responses/${status}/content/application~1json/schema`;
+      : `${DOC_ID}${pathPointer(template)}/${method}/responses/${status}/content/application~1json/schema`;
     return this.#validate(body, pointer);
   }
 
   /** The path an alias's item refers to (its `$ref`), or the path itself. */
   #canonical(template: string): string {
     const ref = this.#doc.paths[template]?.$ref as string | undefined;
-    return ref ? ref.replace(/^#\/paths\//, "").replaceAll("~1", "/").replaceAll("~0", "~") : template;
+    return ref ? pointerKey(decodeURIComponent(ref.replace(/^#\/paths\//, ""))) : template;
   }
 
   #resolve(ref: string): unknown {
     let node: unknown = this.#doc;
-    for (const part of ref.replace(/^#\//, "").split("/")) node = (node as Json)[part.replaceAll("~1", "/").replaceAll("~0", "~")];
+    for (const part of decodeURIComponent(ref.replace(/^#\//, "")).split("/")) node = (node as Json)[pointerKey(part)];
     return node;
   }
 
@@ -135,7 +136,7 @@ export class Conformance {
   }
 }
 
-/** A path as a JSON pointer segment into /paths, where the document's own $refs point. */
-function escape(template: string): string {
-  return template.replaceAll("~", "~0").replaceAll("/", "~1");
+/** A JSON pointer's token as the key it names (RFC 6901: `~1` is `/`, `~0` is `~`). */
+function pointerKey(token: string): string {
+  return token.replaceAll("~1", "/").replaceAll("~0", "~");
 }
