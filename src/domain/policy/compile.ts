@@ -1,0 +1,40 @@
+import { integerProblem } from "./entries.ts";
+import { CREDITS_REMAINING, REFILL_AMOUNT, REFILL_DAY, type Credits, type Parsed, type Policy } from "./policy.ts";
+import { compileRateLimits, type CompiledRateLimit } from "./ratelimits.ts";
+import { compileRestrictions, type CompiledRestrictions } from "./restrictions.ts";
+
+// A policy checked and parsed once, when it is set or loaded, so that judging a request parses nothing.
+// A reason names the field at fault from the policy's root (`restrictions.ips[2]: ...`), for a 400.
+
+export interface CompiledPolicy {
+  restrictions?: CompiledRestrictions;
+  ratelimits?: readonly CompiledRateLimit[];
+  credits?: Credits;
+}
+
+export function compilePolicy(policy: Policy): Parsed<CompiledPolicy> {
+  const compiled: CompiledPolicy = {};
+  if (policy.restrictions !== undefined) {
+    const parsed = compileRestrictions(policy.restrictions);
+    if (!parsed.ok) return parsed;
+    compiled.restrictions = parsed.value;
+  }
+  if (policy.ratelimits !== undefined) {
+    const parsed = compileRateLimits(policy.ratelimits);
+    if (!parsed.ok) return parsed;
+    compiled.ratelimits = parsed.value;
+  }
+  if (policy.credits !== undefined) {
+    const problem = creditsProblem(policy.credits);
+    if (problem !== undefined) return { ok: false, reason: problem };
+    compiled.credits = policy.credits;
+  }
+  return { ok: true, value: compiled };
+}
+
+function creditsProblem({ remaining, refill }: Credits): string | undefined {
+  const problem = integerProblem("credits.remaining", remaining, CREDITS_REMAINING);
+  if (problem !== undefined || refill === undefined) return problem;
+  if (refill.interval !== "daily" && refill.interval !== "monthly") return `credits.refill.interval: must be "daily" or "monthly"`;
+  return integerProblem("credits.refill.amount", refill.amount, REFILL_AMOUNT) ?? (refill.day === undefined ? undefined : integerProblem("credits.refill.day", refill.day, REFILL_DAY));
+}

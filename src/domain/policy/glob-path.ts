@@ -1,0 +1,75 @@
+import type { Parsed } from "./policy.ts";
+
+// Path patterns for a policy's `paths` (docs/api.md, "Key policy"): platform paths where a `*` segment
+// matches exactly one segment and a `**` segment any number of them, none included. They are matched
+// segment by segment against a request's path as an upstream reads it (percent-decoded, dot segments
+// removed, the query dropped: a PathReading), so no spelling of a path matches what its plain form
+// would not. A pattern's own segments are percent-decoded too. A trailing slash names the same resource
+// as the path without it, as it does for an application's configuration: `/calls/` and `/calls` match
+// the same patterns.
+
+export type GlobSegment = { kind: "literal"; text: string } | { kind: "one" } | { kind: "any" };
+export type PathGlob = readonly GlobSegment[];
+
+export function parsePathGlob(text: string): Parsed<PathGlob> {
+  if (!text.startsWith("/")) return { ok: false, reason: "must be a path starting with /" };
+  if (/[?#]/.test(text)) return { ok: false, reason: "must not carry a query or fragment" };
+  const raw = text.split("/").slice(1);
+  if (raw[raw.length - 1] === "") raw.pop();
+  const glob: GlobSegment[] = [];
+  for (const part of raw) {
+    if (part === "**") {
+      if (glob[glob.length - 1]?.kind !== "any") glob.push({ kind: "any" }); // `**/**` is `**`
+    } else if (part === "*") {
+      glob.push({ kind: "one" });
+    } else if (part.includes("*")) {
+      return { ok: false, reason: "must use * and ** only as whole segments (/*/ or /**/)" };
+    } else {
+      const literal = decoded(part);
+      if (literal === undefined) return { ok: false, reason: "must not contain a malformed percent-escape" };
+      if (literal === "." || literal === "..") return { ok: false, reason: "must not contain . or .. segments" };
+      glob.push({ kind: "literal", text: literal });
+    }
+  }
+  return { ok: true, value: glob };
+}
+
+/** Whether a reading of a path (its decoded segments, dot segments removed) matches the pattern. */
+export function matchesPathGlob(glob: PathGlob, segments: readonly string[]): boolean {
+  const count = segments[segments.length - 1] === "" ? segments.length - 1 : segments.length;
+  // Wildcard matching with backtracking to the last `**` only: at most segments x pattern steps.
+  let g = 0;
+  let s = 0;
+  let anyAt = -1;
+  let anyFrom = 0;
+  while (s < count) {
+    const at = glob[g];
+    if (at !== undefined && (at.kind === "one" || (at.kind === "literal" && at.text === segments[s]))) {
+      g++;
+      s++;
+    } else if (at?.kind === "any") {
+      anyAt = g++;
+      anyFrom = s;
+    } else if (anyAt !== -1) {
+      g = anyAt + 1;
+      s = ++anyFrom;
+    } else {
+      return false;
+    }
+  }
+  while (glob[g]?.kind === "any") g++;
+  return g === glob.length;
+}
+
+export function matchesAnyPath(globs: readonly PathGlob[], segments: readonly string[]): boolean {
+  return globs.some((glob) => matchesPathGlob(glob, segments));
+}
+
+function decoded(part: string): string | undefined {
+  if (!part.includes("%")) return part;
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return undefined;
+  }
+}
