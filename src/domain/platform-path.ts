@@ -1,27 +1,97 @@
 import type { ScopeRefs } from "./scope.ts";
 
-// A platform path as the upstream will see it, and the scope it names (docs/api.md, "Verification"):
-// percent-decoded segment by segment (an encoded slash stays inside its segment), dot segments removed
-// as RFC 3986 5.2.4 does, and refused when they would climb above the root or an escape is malformed.
-// No spelling of a path names anything its plain form would not.
+// A platform path as the upstream will see it, and the scope it names (docs/api.md, "Verification").
+// Upstreams read some spellings differently, so keyplane takes each reading one may take, and a path
+// passes only when every reading does:
+// - an encoded slash or backslash (`%2F`, `%5C`, either case) kept inside its segment, or read as a
+//   separator, as a literal backslash may be too (Envoy's UNESCAPE_AND_FORWARD, an application that
+//   splits its decoded path);
+// - empty segments (`a//b`) kept, or merged before or after dot segments are removed (nginx, Envoy).
+// Every reading is percent-decoded once and has its dot segments removed as RFC 3986 5.2.4 does. A
+// reading that climbs above the root refuses the path, as does a malformed escape or one that decoding
+// leaves behind (`%252F`). A path with no `%`, `\` or `//` has one reading, worked out as cheaply as
+// ever. No spelling of a path names anything its plain form would not.
 
-/** The path's segments, decoded and with dot segments resolved; undefined when it cannot be judged. */
-export function normalizePath(path: string): string[] | undefined {
+/** What upstreams may read differently: an escape, a backslash, an empty segment. */
+const SPELLED = /[%\\]|\/\//;
+
+/** Each reading of the path: segments decoded, dot segments removed; undefined when it cannot be judged. */
+export function pathReadings(path: string): string[][] | undefined {
   if (!path.startsWith("/")) return undefined;
-  const out: string[] = [];
   const query = path.indexOf("?");
-  const raw = (query === -1 ? path : path.slice(0, query)).split("/");
-  for (let i = 1; i < raw.length; i++) {
-    const part = raw[i]!;
-    let segment = part;
-    if (part.includes("%")) {
-      try {
-        segment = decodeURIComponent(part);
-      } catch {
-        return undefined;
-      }
+  const raw = query === -1 ? path : path.slice(0, query);
+  if (!SPELLED.test(raw)) {
+    const plain = withoutDots(raw.split("/"), 1);
+    return plain && [plain];
+  }
+  const once = decodedSegments(raw);
+  if (!once) return undefined;
+  const readings: string[][] = [];
+  for (const spelling of withSeparated(once)) {
+    for (const reading of dotReadings(spelling)) {
+      if (!reading) return undefined;
+      if (!readings.some((kept) => kept.length === reading.length && kept.every((segment, i) => segment === reading[i]))) readings.push(reading);
     }
-    const last = i === raw.length - 1;
+  }
+  return readings;
+}
+
+/** An escape, left in a segment once decoded: a second decoding would change the path. */
+const ESCAPE = /%[0-9a-f]{2}/i;
+
+/**
+ * The path's segments, each percent-decoded once (an encoded `/` stays inside its segment); undefined
+ * for a malformed escape, or one that decoding leaves (`%252F`, `%2564omains`): what an upstream that
+ * decodes twice reads there is not what one that decodes once does, in ways no one reading sums up.
+ */
+function decodedSegments(raw: string): string[] | undefined {
+  const parts = raw.split("/");
+  const out: string[] = [];
+  for (let i = 1; i < parts.length; i++) {
+    const part = parts[i]!;
+    if (!part.includes("%")) {
+      out.push(part);
+      continue;
+    }
+    let segment: string;
+    try {
+      segment = decodeURIComponent(part);
+    } catch {
+      return undefined;
+    }
+    if (ESCAPE.test(segment)) return undefined;
+    out.push(segment);
+  }
+  return out;
+}
+
+/** The segments, and where one holds a `/` or `\`, the segments with each read as a separator. */
+function withSeparated(segments: string[]): string[][] {
+  if (!segments.some((segment) => segment.includes("/") || segment.includes("\\"))) return [segments];
+  return [segments, segments.flatMap((segment) => segment.split(/[/\\]/))];
+}
+
+/**
+ * The segments with dot segments removed, and where empty segments (`a//b`) lie before the last, also
+ * with them merged first, and merged after: nginx merges before, Envoy after. Undefined for a climb.
+ */
+function dotReadings(segments: readonly string[]): (string[] | undefined)[] {
+  const plain = withoutDots(segments);
+  if (!segments.some((segment, i) => segment === "" && i < segments.length - 1)) return [plain];
+  return [plain, withoutDots(merged(segments)), plain && merged(plain)];
+}
+
+/** Empty segments dropped, but a last one (the trailing `/`). */
+function merged(segments: readonly string[]): string[] {
+  return segments.filter((segment, i) => segment !== "" || i === segments.length - 1);
+}
+
+/** RFC 3986 5.2.4 on segments (from `start` on): undefined when `..` would climb above the root. */
+function withoutDots(segments: readonly string[], start = 0): string[] | undefined {
+  const out: string[] = [];
+  for (let i = start; i < segments.length; i++) {
+    const segment = segments[i]!;
+    const last = i === segments.length - 1;
     if (segment === ".") {
       if (last) out.push("");
     } else if (segment === "..") {
@@ -40,6 +110,20 @@ export interface PlatformTarget {
   refs: ScopeRefs;
   /** The path ends at an application (its configuration), also with a trailing "/". */
   atApplication: boolean;
+}
+
+/** What each reading of the path names, without repeats; undefined when the path cannot be judged. */
+export function pathTargets(path: string): PlatformTarget[] | undefined {
+  const readings = pathReadings(path);
+  if (!readings) return undefined;
+  if (readings.length === 1) return [platformTarget(readings[0]!)];
+  const targets = new Map<string, PlatformTarget>();
+  for (const reading of readings) {
+    const target = platformTarget(reading);
+    const { customer, domain, application, subscriber } = target.refs;
+    targets.set(JSON.stringify([customer, domain, application, subscriber, target.atApplication]), target);
+  }
+  return [...targets.values()];
 }
 
 const COLLECTIONS = { customers: "customer", tenants: "customer", domains: "domain", applications: "application", subscribers: "subscriber" } as const;

@@ -51,7 +51,9 @@ export class PathScopeCache {
    */
   reaches(key: StoredKey, method: string, path: string, judge: () => Maybe<boolean>): Maybe<boolean> {
     if (!this.#listening) return judge();
-    const id = `${key.id} ${method} ${path}`;
+    // The whole spelling, not a reading of it: a verdict is for every reading of this path (domain/platform-path.ts).
+    // A method never holds a line feed (letters on /verify, a header's value on /auth): the parts cannot run together.
+    const id = `${key.id}\n${method}\n${path}`;
     const kept = this.#reaches.get(id);
     if (kept !== undefined) return kept;
     const generation = this.#generation;

@@ -1,7 +1,7 @@
 import { mayReach } from "../domain/access.ts";
 import type { StoredKey } from "../domain/model.ts";
-import { normalizePath, platformTarget } from "../domain/platform-path.ts";
-import { levelOf, scopeOf, type Level } from "../domain/scope.ts";
+import { pathTargets, type PlatformTarget } from "../domain/platform-path.ts";
+import { levelOf, scopeOf, type Level, type Scope } from "../domain/scope.ts";
 import { recordAuthentication } from "./auth-outcome.ts";
 import { usableKey } from "./authenticate.ts";
 import type { Context } from "./context.ts";
@@ -46,10 +46,16 @@ function mayReachPath(ctx: Context, key: StoredKey, method: string, path: string
 }
 
 function judgePath(ctx: Context, key: StoredKey, method: string, path: string): Maybe<boolean> {
-  const segments = normalizePath(path);
-  if (!segments) return false;
+  const targets = pathTargets(path);
+  if (!targets) return false;
   const caller = scopeOf(key);
-  const { refs, atApplication } = platformTarget(segments);
+  // Upstreams read some spellings differently (domain/platform-path.ts): the key must reach what each reading names.
+  const reachesFrom = (i: number): Maybe<boolean> =>
+    i === targets.length || after(reachesTarget(ctx, caller, method, targets[i]!), (reaches) => reaches && reachesFrom(i + 1));
+  return reachesFrom(0);
+}
+
+function reachesTarget(ctx: Context, caller: Scope, method: string, { refs, atApplication }: PlatformTarget): Maybe<boolean> {
   if (Object.keys(refs).length === 0) return mayReach(caller, undefined, method, atApplication);
   return after(ctx.pathScopes.resolve(ctx, refs, caller), (named) => named !== undefined && mayReach(caller, named, method, atApplication));
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PathScopes } from "../../src/domain/access.ts";
-import { normalizePath, platformTarget } from "../../src/domain/platform-path.ts";
+import { pathTargets } from "../../src/domain/platform-path.ts";
 import { applicationScope, customerScope, domainScope, subscriberScope, type Scope, type ScopeRefs } from "../../src/domain/scope.ts";
 import { resolvePathScope } from "../../src/services/path-scope.ts";
 import { backends } from "../support/databases.ts";
@@ -140,7 +140,7 @@ describe.each(backends())("resolvePathScope on %s", (backend) => {
     ["/tenants/acme/domains/sip.acme.example/applications/ivr/keys", "/customers/acme/domains/sip.acme.example/applications/ivr/keys"],
     ["/tenants/@customer/domains/@d1/subscribers/12125550100/apikeys", "/customers/@customer/domains/@d1/subscribers/12125550100/keys"],
   ])("%s names what %s names", async (alias, canonical) => {
-    const refsOf = (path: string) => platformTarget(normalizePath(path)!).refs;
+    const refsOf = (path: string) => pathTargets(path)![0]!.refs;
     const caller = world().customer;
     const expected = await resolve(refsOf(canonical), caller);
     expect(expected).toBeDefined();
