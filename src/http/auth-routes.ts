@@ -8,7 +8,7 @@ import { verifyRequest, type Verdict } from "../services/verify.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
 import { answerError, BEARER_CHALLENGE, sendUnauthorized } from "./errors.ts";
 import { echoRequestId, logWhenAnswered, REQUEST_ID, requestId, type Answering } from "./request-log.ts";
-import { route, type Route } from "./route.ts";
+import { METHODS, route, type Method, type Route } from "./route.ts";
 
 // /auth: forward authentication for gateways (docs/gateways.md). Any method on /auth and /auth/...;
 // the original request's method and path come from the gateway's headers (nginx, then Traefik), else
@@ -115,14 +115,15 @@ export class AuthHandler {
 const IDENTITY = ["X-Keyplane-Key-Id", "X-Keyplane-Key-Type", "X-Keyplane-Level", "X-Keyplane-Customer-Id", "X-Keyplane-Customer"] as const;
 
 /**
- * /auth as /openapi.json describes it. Requests never reach these routes (AuthHandler.inFrontOf
- * answers them first, any method); they answer the same way if they do.
+ * /auth as /openapi.json describes it: one operation for each method an OpenAPI path item can name,
+ * since the handler answers them all. Requests never reach these routes (AuthHandler.inFrontOf answers
+ * them first, any method); they answer the same way if they do.
  */
 export function authRoutes(handler: AuthHandler): Route[] {
-  const described = (method: "get" | "post", path: string, operationId: string) =>
+  const described = (method: Method, path: string, operationId: string) =>
     route({
       method, path, operationId, tag: "verification", auth: "none", refusals: ["unauthorized", "rate_limited", "unavailable"],
-      summary: "Forward authentication for gateways (nginx auth_request, Traefik forwardAuth, Envoy ext_authz): any method",
+      summary: "Forward authentication for gateways (nginx auth_request, Traefik forwardAuth, Envoy ext_authz): any method, those OpenAPI cannot name too",
       ok: {
         status: 200,
         description:
@@ -135,10 +136,10 @@ export function authRoutes(handler: AuthHandler): Route[] {
       },
       handle: (req, res) => handler.answer(req, res, req.id),
     });
-  return [
-    described("get", "/auth", "authorizeRequest"),
-    described("post", "/auth", "authorizeRequestByPost"),
-    described("get", "/auth/:path", "authorizeEnvoyRequest"),
-    described("post", "/auth/:path", "authorizeEnvoyRequestByPost"),
-  ];
+  // GET keeps the plain operation ids that came first (authorizeRequest, authorizeEnvoyRequest).
+  const by = (method: Method) => (method === "get" ? "" : `By${method[0]!.toUpperCase()}${method.slice(1)}`);
+  return METHODS.flatMap((method) => [
+    described(method, "/auth", `authorizeRequest${by(method)}`),
+    described(method, "/auth/:path", `authorizeEnvoyRequest${by(method)}`),
+  ]);
 }

@@ -52,7 +52,7 @@ const PARAMETERS: Record<string, string> = {
   subscriber: "A subscriber: its msisdn first (within the domain, or the caller's), then id, then uuid; on key paths also `self`.",
   user: "A user: its id, uuid or email.",
   keyId: "A key: its keyId (the token) or, to keep tokens out of URLs, its numeric id.",
-  path: "The original request's path, as Envoy's ext_authz path_prefix sends it (any number of segments).",
+  path: "The original request's path, as Envoy's ext_authz path_prefix sends it: any number of segments (/auth/a/b/c too), which an OpenAPI path parameter cannot state.",
 };
 
 const TAGS: Record<string, string> = {

@@ -6,7 +6,9 @@ import { sendError } from "./errors.ts";
 // A route is declared once, as data: express serves it and /openapi.json describes it from the same
 // declaration, so the two cannot drift. Every handler runs in the same order: authenticate ->
 // validate -> (the handler:) load -> authorize -> act -> respond.
-export type Method = "get" | "post" | "put" | "delete";
+/** The methods an OpenAPI path item can name. */
+export const METHODS = ["get", "post", "put", "delete", "patch", "head", "options", "trace"] as const;
+export type Method = (typeof METHODS)[number];
 
 export interface Route<B = unknown, Q = unknown> {
   method: Method;

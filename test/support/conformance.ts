@@ -30,11 +30,13 @@ export class Conformance {
     this.#doc = doc as Document;
     (addFormats as unknown as (ajv: Ajv2020) => void)(this.#ajv);
     this.#ajv.addSchema({ ...doc, $id: DOC_ID });
-    // Literal segments win over parameters (/keys/self before /keys/{keyId}), as in the router.
+    // Literal segments win over parameters (/keys/self before /keys/{keyId}), as in the router. A path
+    // parameter is one segment, but for /auth/{path}: the rest of the path, which OpenAPI cannot state
+    // (its parameter's description says so).
     this.#paths = Object.keys(this.#doc.paths)
       .map((template) => ({
         template,
-        pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+")}/?$`),
+        pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{path\}$/, ".+").replace(/\{[^}]+\}/g, "[^/]+")}/?$`),
         params: (template.match(/\{/g) ?? []).length,
       }))
       .sort((a, b) => a.params - b.params);
