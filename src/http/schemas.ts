@@ -4,42 +4,57 @@ import { KEY_ACTIONS } from "../domain/key-event.ts";
 import { keyNameSchema } from "../domain/key-name.ts";
 import { KEY_TYPES } from "../domain/model.ts";
 import { LEVELS } from "../domain/scope.ts";
+import { codePoints, TEXT, TEXT_RULE } from "../domain/text.ts";
 import { VERDICT_CODES } from "../services/verify.ts";
 
-// Request schemas: they validate requests and, through /openapi.json, describe them.
-// Unknown fields are ignored; wrong types and out-of-range values are 400.
+// Request schemas: they validate requests and, through /openapi.json, describe them, so a rule the
+// server checks is a rule the document states: one a schema cannot express (a time in the future) is
+// said in its description. Unknown fields are ignored; wrong types and out-of-range values are 400.
+
+/** At most `max` characters, counted as the document's maxLength counts them: code points, not UTF-16 units. */
+function upTo<S extends z.ZodType<string>>(schema: S, max: number): S {
+  return schema.refine((s) => s.length <= max || codePoints(s) <= max, `must be at most ${max} characters`).meta({ maxLength: max });
+}
+
+/** Free text (docs/api.md, "Text"): well-formed Unicode without NUL. Every free-text field is this; the others are ASCII patterns, which imply it. */
+const text = (max: number) => upTo(z.string().regex(TEXT, TEXT_RULE), max);
+const keyName = keyNameSchema.regex(TEXT, TEXT_RULE);
 
 /** An RFC 3339 time with its offset ("Z" or "+02:00"); whether it lies in the future, the service checks against its clock. */
 const rfc3339 = z.iso
   .datetime({ offset: true, error: "must be an RFC 3339 time with an offset, such as 2026-12-31T23:59:59Z" })
-  .transform((text) => new Date(text));
+  .transform((time) => new Date(time));
+
+const FUTURE = "A time that is not in the future is 400: a rule of the clock, which this schema cannot state.";
 
 /** expiresAt or expiresIn, not both: when a new key expires (docs/api.md, "Lifecycle"). */
 const expiry = {
-  expiresAt: rfc3339.optional().describe("When the new key expires: a future RFC 3339 time. Not with expiresIn."),
+  expiresAt: rfc3339.optional().describe(`When the new key expires: a future RFC 3339 time. Not with expiresIn. ${FUTURE}`),
   expiresIn: z.number().int().min(EXPIRES_IN_SECONDS.min).max(EXPIRES_IN_SECONDS.max).optional()
     .describe(`Seconds from now until the new key expires (${EXPIRES_IN_SECONDS.min} to ${EXPIRES_IN_SECONDS.max}). Not with expiresAt.`),
 };
 const notBoth = (b: { expiresAt?: unknown; expiresIn?: unknown }) => b.expiresAt === undefined || b.expiresIn === undefined;
 const NOT_BOTH = { error: "give expiresAt or expiresIn, not both", path: ["expiresIn"] };
+/** The same rule, as the document states it (the two properties named again so that linters see them defined). */
+const NOT_BOTH_SCHEMA = { not: { properties: { expiresAt: {}, expiresIn: {} }, required: ["expiresAt", "expiresIn"] } };
 
 export const provisionBody = z.object({
-  name: keyNameSchema.describe("Name of the key; unique among the live keys of its scope."),
+  name: keyName.describe("Name of the key; unique among the live keys of its scope."),
   active: z.boolean().optional().describe("Whether the key may be used; default true."),
   ...expiry,
-}).refine(notBoth, NOT_BOTH);
+}).refine(notBoth, NOT_BOTH).meta(NOT_BOTH_SCHEMA);
 
 export const updateBody = z.object({
-  name: keyNameSchema.optional(),
+  name: keyName.optional(),
   active: z.boolean().optional(),
-  expiresAt: rfc3339.nullable().optional().describe("A future RFC 3339 time; null removes the expiry."),
+  expiresAt: rfc3339.nullable().optional().describe(`A future RFC 3339 time; null removes the expiry. ${FUTURE}`),
 });
 
 export const rotateBody = z.object({
   gracePeriodSeconds: z.number().int().min(GRACE_PERIOD_SECONDS.min).max(GRACE_PERIOD_SECONDS.max).optional()
     .describe(`How long the old key keeps working, in seconds (${GRACE_PERIOD_SECONDS.min} to ${GRACE_PERIOD_SECONDS.max}); default 0: it stops at once.`),
   ...expiry,
-}).refine(notBoth, NOT_BOTH);
+}).refine(notBoth, NOT_BOTH).meta(NOT_BOTH_SCHEMA);
 
 const flag = z.enum(["true", "false"]).transform((v) => v === "true");
 
@@ -48,7 +63,7 @@ export const listQuery = z.object({
   after: z.coerce.number().int().min(0).max(2 ** 31 - 1).optional().describe("Only keys with an id above this one."),
   active: flag.optional(),
   type: z.enum(KEY_TYPES).optional(),
-  name: keyNameSchema.optional(),
+  name: keyName.optional(),
 });
 
 const action = z.enum(KEY_ACTIONS).optional().describe("Only events of this action.");
@@ -65,27 +80,42 @@ export const eventsQuery = z.object({
   action,
 });
 
-// A name of a customer or application: 1-64 of A-Za-z0-9._-, not digits only (an id), not `self`.
+// Directory names (docs/api.md, "Directory"), each rule a pattern, so that the document states it too.
+// A customer or application: 1-64 of A-Za-z0-9._-, not digits only (an id), not `self` in any case.
 const entityName = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "name must be 1-64 characters of A-Za-z0-9._-")
-  .refine((s) => !/^[0-9]+$/.test(s), "name must not be digits only")
-  .refine((s) => s.toLowerCase() !== "self", "name must not be self");
+  .regex(/^(?![0-9]+$)/, "name must not be digits only")
+  .regex(/^(?![Ss][Ee][Ll][Ff]$)/, "name must not be self");
 
-const hostLabel = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
-export const domainName = z.string().max(253, "domain must be at most 253 characters").transform((s) => s.toLowerCase())
-  .refine((s) => s.split(".").every((label) => hostLabel.test(label)), "domain must be a DNS host name")
-  .refine((s) => !/^[0-9]+$/.test(s.split(".").pop() ?? ""), "domain must not end in a numeric label");
+/** A DNS host name: labels of 1-63 letters, digits and inner hyphens, joined by dots. */
+const HOST_NAME = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+export const domainName = z.string().max(253, "domain must be at most 253 characters")
+  .regex(HOST_NAME, "domain must be a DNS host name")
+  .regex(/^(?!(?:.*\.)?[0-9]+$)/, "domain must not end in a numeric label (it would read as an id)")
+  .transform((s) => s.toLowerCase());
+
+/**
+ * An application's url, stored exactly as given: not through z.url, which trims it and drops tabs and
+ * newlines, so that what was read back would not be what was sent. Whitespace and control characters,
+ * which a URL parser drops or encodes, are refused instead.
+ */
+const httpUrl = upTo(z.string().regex(TEXT, TEXT_RULE), 2048)
+  // eslint-disable-next-line no-control-regex -- refusing control characters is the point
+  .regex(/^[Hh][Tt][Tt][Pp][Ss]?:[^\x00-\x20\x7f]*$/, "url must be an http or https URL, without spaces or control characters")
+  .refine((s) => URL.canParse(s), "url must be a URL")
+  .meta({ format: "uri" });
 
 export const customerBody = z.object({ name: entityName });
 export const domainBody = z.object({ domain: domainName });
 export const applicationBody = z.object({
   name: entityName,
-  url: z.url({ protocol: /^https?$/ }).max(2048).nullable().optional(),
+  url: httpUrl.nullable().optional()
+    .describe("Where the application answers: an http or https URL, without spaces or control characters, that the WHATWG URL Standard parses (a host it refuses, such as 256.0.0.1, is 400 though the pattern lets it pass)."),
   method: z.enum(["GET", "POST"]).optional(),
 });
 export const subscriberBody = z.object({ msisdn: z.string().regex(/^\+?[0-9]{3,15}$/, "msisdn must be 3-15 digits, optionally after +") });
 export const userBody = z.object({
   email: z.email().max(254),
-  domain: z.string().min(1).max(253).optional().describe("The user's domain (id, uuid or name); none for a customer-level user."),
+  domain: text(253).min(1).optional().describe("The user's domain (id, uuid or name); none for a customer-level user."),
 });
 export const invokeBody = z.unknown();
 
@@ -158,8 +188,8 @@ export const healthObject = z.object({ status: z.literal("ok") });
 export const openApiObject = z.object({ openapi: z.string(), info: z.object({ title: z.string(), version: z.string() }).loose() }).loose();
 
 export const verifyBody = z.object({
-  key: z.string().max(256).describe("The token to verify."),
-  path: z.string().max(4096).regex(/^\//, "path must start with / (a path, not a URL)").optional()
+  key: text(256).describe("The token to verify."),
+  path: text(4096).regex(/^\//, "path must start with / (a path, not a URL)").optional()
     .describe("The platform path the token is used on; without it, no path is checked."),
   method: z.string().regex(/^[A-Za-z]{1,16}$/, "method must be an HTTP method").transform((m) => m.toUpperCase()).optional()
     .describe("The method used on the path; default GET."),

@@ -4,7 +4,12 @@ import { verifyBody } from "./schemas.ts";
 import { plainVerifyBody } from "./verify-routes.ts";
 
 describe("plainVerifyBody", () => {
-  const text = fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom("/", "/customers/acme", "get", "PoSt", "GET1", "", "x".repeat(257)), fc.string({ minLength: 250, maxLength: 300 }));
+  // Single UTF-16 code units too: lone surrogates and NUL, which neither may take (docs/api.md, "Text").
+  const codeUnit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c));
+  const text = fc.oneof(
+    fc.string({ maxLength: 20 }), fc.constantFrom("/", "/customers/acme", "get", "PoSt", "GET1", "", "x".repeat(257), "/\uD800", "XI\u0000"),
+    fc.string({ minLength: 250, maxLength: 300 }), fc.string({ unit: codeUnit, maxLength: 20 }).map((s) => `/${s}`),
+  );
   const value = fc.oneof(text, fc.integer(), fc.constant(null), fc.boolean(), fc.array(fc.string(), { maxLength: 2 }));
   const body = fc.record({ key: value, path: value, method: value, extra: value }, { requiredKeys: [] });
 

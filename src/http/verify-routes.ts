@@ -1,5 +1,6 @@
 import type { RequestListener } from "node:http";
 import type { StoredKey } from "../domain/model.ts";
+import { isText } from "../domain/text.ts";
 import type { Context } from "../services/context.ts";
 import { after, runNowOrLater, type Maybe } from "../services/maybe.ts";
 import { verifyRequest, type Verdict } from "../services/verify.ts";
@@ -110,8 +111,8 @@ export function plainVerifyBody(input: unknown): VerifyBody | undefined {
   if (typeof input !== "object" || input === null || Array.isArray(input)) return undefined;
   for (const name in input) if (name !== "key" && name !== "path" && name !== "method") return undefined;
   const { key, path, method } = input as Record<string, unknown>;
-  if (typeof key !== "string" || key.length > 256) return undefined;
-  if (path !== undefined && (typeof path !== "string" || path.length > 4096 || !path.startsWith("/"))) return undefined;
+  if (typeof key !== "string" || key.length > 256 || !isText(key)) return undefined;
+  if (path !== undefined && (typeof path !== "string" || path.length > 4096 || !path.startsWith("/") || !isText(path))) return undefined;
   if (method !== undefined && (typeof method !== "string" || !METHOD.test(method))) return undefined;
   return { key, path, method: method?.toUpperCase() };
 }

@@ -186,9 +186,12 @@ const RUNS = runs(150);
 // ---- bodies ----
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-/** docs/api.md, "Errors": a name is a string of 1 to 128 characters. Undefined: the name is acceptable as far as the contract says. */
+/**
+ * docs/api.md, "Errors": a name is a string of 1 to 128 characters, counted as code points (an emoji is
+ * one). Undefined: the name is acceptable as far as the contract says.
+ */
 const nameProblem = (name: unknown) =>
-  typeof name !== "string" ? "not a string" : name.length === 0 ? "empty" : name.length > 128 ? "over 128 characters" : undefined;
+  typeof name !== "string" ? "not a string" : name.length === 0 ? "empty" : [...name].length > 128 ? "over 128 characters" : undefined;
 const hasControl = (v: unknown) => typeof v === "string" && [...v].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);
 
 /** Why a provisioning body is bad (docs/api.md, "Keys" and "Errors"), or undefined when it is good. */
@@ -404,6 +407,30 @@ describe("bodies", () => {
       expect(put.status, `PUT name of ${length}: ${put.text}`).toBe(status);
       expectWellFormed(post, "POST");
       expectWellFormed(put, "PUT");
+    }
+  });
+});
+
+describe("characters", () => {
+  it("a name is counted in characters, not UTF-16 units: 128 emoji are good, 129 are not, on POST and PUT", async () => {
+    for (const [length, status] of [[128, 200], [129, 400]] as const) {
+      const post = await send({ method: "POST", path: "/keys", token: acme.keys.customer, contentType: "application/json", body: JSON.stringify({ name: "\u{1F511}".repeat(length) }) });
+      expect(post.status, `POST ${length} emoji: ${post.text}`).toBe(status);
+      const body = JSON.stringify({ name: "\u{1F5DD}".repeat(length) });
+      const put = await send({ method: "PUT", path: `/keys/${target.id}`, token: acme.keys.customer, contentType: "application/json", body });
+      expect(put.status, `PUT ${length} emoji: ${put.text}`).toBe(status);
+    }
+  });
+
+  it.each([
+    ["a lone surrogate", "\\ud800"],
+    ["a lone low surrogate after text", "key\\udc00"],
+    ["a pair the wrong way round", "\\udc00\\ud800"],
+    ["NUL", "a\\u0000b"],
+  ])("a name with %s, escaped in JSON: 400, not a server error", async (_what, escaped) => {
+    for (const [method, path] of [["POST", "/keys"], ["PUT", `/keys/${target.id}`], ["POST", "/admin/customers/sandbox/keys"]] as const) {
+      const token = path.startsWith("/admin") ? svc.adminToken : acme.keys.customer;
+      expectError(await send({ method, path, token, contentType: "application/json", body: `{"name":"${escaped}"}` }), 400, `${method} ${path} ${escaped}`);
     }
   });
 });

@@ -1,0 +1,239 @@
+// /openapi.json says what the server checks: a request the server refuses (400) is one the document
+// refuses too, so that a client or an API tester (Schemathesis) that trusts the document is not
+// surprised. Each row below is sent to the server, which must answer 400, and validated with ajv
+// against the operation's request body or query parameter in the served document, which must refuse
+// it. A rule no schema can state (a time in the future) is said in the field's description instead,
+// and its rows check that. The document also lists every method /auth answers.
+import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import supertest from "supertest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pathPointer } from "../../src/http/openapi.ts";
+import { METHODS } from "../../src/http/route.ts";
+import { startService, type TestService } from "../support/service.ts";
+import { createTenant, type Tenant } from "../support/world.ts";
+
+interface Operation {
+  parameters?: { name?: string; in?: string; schema?: object }[];
+  requestBody?: { content: { "application/json": { schema: { properties?: Record<string, { description?: string }> } } } };
+}
+interface Document {
+  paths: Record<string, Record<string, Operation>>;
+}
+
+interface Row {
+  what: string;
+  method: "get" | "post" | "put";
+  /** The operation's path in the document. */
+  template: string;
+  /** The path sent, when it is not the template (which then has no parameters). */
+  path?: string;
+  admin?: boolean;
+  body?: Record<string, unknown>;
+  query?: Record<string, string>;
+  /** A rule the document cannot state: it accepts the request, and this field's description says why. */
+  unstated?: string;
+}
+
+const future = new Date(Date.now() + 30 * 86_400_000).toISOString();
+const past = "2020-01-01T00:00:00Z";
+const emoji = (n: number) => "\u{1F511}".repeat(n);
+const label = (n: number) => "a".repeat(n);
+
+function rows(acme: Tenant, keyId: number): Row[] {
+  const key = `/keys/${keyId}`;
+  const c = "/admin/customers/{customer}";
+  const cPath = "/admin/customers/acme";
+  const d = `${c}/domains/{domain}`;
+  const dPath = `${cPath}/domains/${acme.domains[0]}`;
+  const provision = (what: string, body: Record<string, unknown>, unstated?: string): Row => ({ what: `POST /keys: ${what}`, method: "post", template: "/keys", body, unstated });
+  const update = (what: string, body: Record<string, unknown>, unstated?: string): Row =>
+    ({ what: `PUT /keys/{keyId}: ${what}`, method: "put", template: "/keys/{keyId}", path: key, body, unstated });
+  const rotate = (what: string, body: Record<string, unknown>): Row =>
+    ({ what: `POST /keys/{keyId}/rotate: ${what}`, method: "post", template: "/keys/{keyId}/rotate", path: `${key}/rotate`, body });
+  const admin = (what: string, template: string, path: string, body: Record<string, unknown>): Row => ({ what, method: "post", template, path, admin: true, body });
+  const customer = (what: string, name: unknown) => admin(`a customer named ${what}`, "/admin/customers", "/admin/customers", { name });
+  const domain = (what: string, name: unknown) => admin(`a domain ${what}`, `${c}/domains`, `${cPath}/domains`, { domain: name });
+  const application = (what: string, body: Record<string, unknown>) => admin(`an application ${what}`, `${d}/applications`, `${dPath}/applications`, { name: "ivr2", ...body });
+  const subscriber = (what: string, msisdn: unknown) => admin(`a subscriber ${what}`, `${d}/subscribers`, `${dPath}/subscribers`, { msisdn });
+  const user = (what: string, body: Record<string, unknown>) => admin(`a user ${what}`, `${c}/users`, `${cPath}/users`, body);
+  const verify = (what: string, body: Record<string, unknown>): Row => ({ what: `POST /verify: ${what}`, method: "post", template: "/verify", body });
+  const list = (what: string, template: string, query: Record<string, string>, path = template): Row =>
+    ({ what: `GET ${template}: ${what}`, method: "get", template, path, query, admin: template.startsWith("/admin") });
+  return [
+    provision("a name over 128 characters", { name: "n".repeat(129) }),
+    provision("a name of 129 emoji", { name: emoji(129) }),
+    provision("an empty name", { name: "" }),
+    provision("a name that is a number", { name: 7 }),
+    provision("no name", {}),
+    provision("a name with a control character", { name: "a\nb" }),
+    provision("a name with a lone surrogate", { name: "key\uD800" }),
+    provision("a name with NUL", { name: "a\u0000b" }),
+    provision("active as a string", { name: "a", active: "yes" }),
+    provision("expiresAt and expiresIn together", { name: "a", expiresAt: future, expiresIn: 3600 }),
+    provision("expiresIn under 60", { name: "a", expiresIn: 59 }),
+    provision("expiresIn over ten years", { name: "a", expiresIn: 315_360_001 }),
+    provision("expiresIn not whole", { name: "a", expiresIn: 90.5 }),
+    provision("expiresAt without an offset", { name: "a", expiresAt: "2999-01-01T00:00:00" }),
+    provision("expiresAt a date alone", { name: "a", expiresAt: "2999-01-01" }),
+    provision("expiresAt in the past", { name: "a", expiresAt: past }, "expiresAt"),
+    update("a name over 128 characters", { name: "n".repeat(129) }),
+    update("active as a number", { active: 1 }),
+    update("expiresAt not a time", { expiresAt: "tomorrow" }),
+    update("expiresAt in the past", { expiresAt: past }, "expiresAt"),
+    rotate("gracePeriodSeconds below 0", { gracePeriodSeconds: -1 }),
+    rotate("gracePeriodSeconds over thirty days", { gracePeriodSeconds: 2_592_001 }),
+    rotate("gracePeriodSeconds as a string", { gracePeriodSeconds: "60" }),
+    rotate("expiresAt and expiresIn together", { expiresAt: future, expiresIn: 3600 }),
+    rotate("expiresIn under 60", { expiresIn: 59 }),
+    customer("by digits only", "12345"),
+    customer("self", "self"),
+    customer("SELF", "SELF"),
+    customer("with 65 characters", "c".repeat(65)),
+    customer("with a space", "a b"),
+    customer("with a letter outside ASCII", "café"),
+    customer("by a number", 7),
+    domain("with an empty label", "sip..acme.example"),
+    domain("with a label that starts with -", "-sip.acme.example"),
+    domain("with a trailing dot", "sip.acme.example."),
+    domain("with an underscore", "sip_acme.example"),
+    domain("with a label of 64 characters", `${label(64)}.example`),
+    domain("whose last label is numeric", "10.0.0.1"),
+    domain("of 254 characters", [label(63), label(63), label(63), label(62)].join(".")),
+    domain("with a letter outside ASCII", "ünï.example"),
+    domain("that is a number", 7),
+    application("named by digits only", { name: "42" }),
+    application("named self", { name: "self" }),
+    application("with an ftp url", { url: "ftp://ivr.acme.example/answer" }),
+    application("with a url that is no URL", { url: "not a url" }),
+    application("with a space in its url", { url: "https://ivr.acme.example/a b" }),
+    application("with a method it cannot take", { method: "PUT" }),
+    subscriber("of 2 digits", "12"),
+    subscriber("of 16 digits", "+1234567890123456"),
+    subscriber("with a letter", "12a45"),
+    subscriber("given as a number", 12125550100),
+    user("with no email", {}),
+    user("with an email that is none", { email: "not-an-email" }),
+    user("with an email over 254 characters", { email: `${label(64)}@${[label(63), label(63), label(63)].join(".")}.example` }),
+    user("with an empty domain", { email: "new@acme.example", domain: "" }),
+    admin("a bootstrap key with an empty name", `${c}/keys`, `${cPath}/keys`, { name: "" }),
+    verify("no key", {}),
+    verify("a key that is a number", { key: 7 }),
+    verify("a key of 257 characters", { key: "X".repeat(257) }),
+    verify("a path without its leading /", { key: acme.keys.domain, path: "customers/acme/calls" }),
+    verify("a path that is a URL", { key: acme.keys.domain, path: "https://api.acme.example/calls" }),
+    verify("an empty path", { key: acme.keys.domain, path: "" }),
+    verify("a path with a lone surrogate", { key: acme.keys.domain, path: "/\uD800" }),
+    verify("a method with a space", { key: acme.keys.domain, method: "G T" }),
+    verify("an empty method", { key: acme.keys.domain, method: "" }),
+    verify("a method of 17 letters", { key: acme.keys.domain, method: "ABCDEFGHIJKLMNOPQ" }),
+    verify("a method with a digit", { key: acme.keys.domain, method: "GET1" }),
+    verify("a method that is a number", { key: acme.keys.domain, method: 7 }),
+    list("limit 0", "/keys", { limit: "0" }),
+    list("limit over 1000", "/keys", { limit: "1001" }),
+    list("a limit that is no number", "/keys", { limit: "ten" }),
+    list("after below 0", "/keys", { after: "-1" }),
+    list("active neither true nor false", "/keys", { active: "yes" }),
+    list("a type that is none", "/keys", { type: "robot" }),
+    list("an empty name", "/keys", { name: "" }),
+    list("a name over 128 characters", "/keys", { name: "n".repeat(129) }),
+    list("limit 0", "/events", { limit: "0" }),
+    list("before 0", "/events", { before: "0" }),
+    list("an action that is none", "/events", { action: "made" }),
+    list("an action that is none", "/admin/events", { action: "made" }),
+    list("an action that is none", "/keys/{keyId}/events", { action: "made" }, `${key}/events`),
+  ];
+}
+
+describe("the document and the server agree", () => {
+  let svc: TestService;
+  let acme: Tenant;
+  let keyId: number;
+  let doc: Document;
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  // A query parameter arrives as text: read as its schema's type, as a client writes it.
+  const queryAjv = new Ajv2020({ strict: false, coerceTypes: true });
+  const DOC_ID = "https://keyplane.test/openapi.json";
+
+  beforeAll(async () => {
+    svc = await startService("pglite");
+    acme = await createTenant(svc, "acme");
+    keyId = (await svc.as(acme.keys.customer).post("/keys", { name: "rotated-never" })).body.id as number;
+    doc = (await supertest(svc.app).get("/openapi.json")).body as Document;
+    for (const a of [ajv, queryAjv]) (addFormats as unknown as (ajv: Ajv2020) => void)(a);
+    ajv.addSchema({ ...doc, $id: DOC_ID });
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  /** Why the document refuses the row's request, or undefined when it takes it. */
+  function refusal(row: Row): string | undefined {
+    const op = doc.paths[row.template]?.[row.method];
+    if (!op) throw new Error(`no operation ${row.method} ${row.template} in the document`);
+    if (row.body !== undefined) {
+      const validate = ajv.getSchema(`${DOC_ID}${pathPointer(row.template)}/${row.method}/requestBody/content/application~1json/schema`) as ValidateFunction;
+      if (!validate(row.body)) return ajv.errorsText(validate.errors);
+    }
+    for (const [name, value] of Object.entries(row.query ?? {})) {
+      const parameter = op.parameters?.find((p) => p.in === "query" && p.name === name);
+      if (!parameter?.schema) return `no query parameter ${name}`;
+      const holder = { value };
+      const validate = queryAjv.compile({ type: "object", properties: { value: parameter.schema } });
+      if (!validate(holder)) return `${name}: ${queryAjv.errorsText(validate.errors)}`;
+    }
+    return undefined;
+  }
+
+  async function answer(row: Row): Promise<{ status: number; text: string }> {
+    const as = row.admin ? svc.admin : svc.as(acme.keys.customer);
+    const path = (row.path ?? row.template) + (row.query ? `?${new URLSearchParams(row.query)}` : "");
+    if (row.method === "get") return as.get(path);
+    return row.method === "put" ? as.put(path, row.body) : as.post(path, row.body);
+  }
+
+  it("every row is refused by the server (400) and by the document, or says in the document why not", async () => {
+    for (const row of rows(acme, keyId)) {
+      const a = await answer(row);
+      expect(a.status, `${row.what}: the server answered ${a.status} ${a.text}`).toBe(400);
+      const why = refusal(row);
+      if (!row.unstated) {
+        expect(why, `${row.what}: the document takes it`).toBeDefined();
+        continue;
+      }
+      expect(why, `${row.what}: the document refuses a rule it says it cannot state`).toBeUndefined();
+      const op = doc.paths[row.template]![row.method]!;
+      const description = op.requestBody!.content["application/json"].schema.properties![row.unstated]!.description;
+      expect(description, row.what).toMatch(/not in the future is 400.*cannot state/);
+    }
+  });
+
+  it("takes what the server takes: the examples, and names at their limits", async () => {
+    const good: Row[] = [
+      { what: "128 emoji", method: "post", template: "/keys", body: { name: emoji(128) } },
+      { what: "expiresIn alone", method: "post", template: "/keys", body: { name: "b", expiresIn: 60 } },
+      { what: "a customer name of 64", method: "post", template: "/admin/customers", admin: true, body: { name: "c".repeat(64) } },
+      { what: "a domain of 253", method: "post", template: "/admin/customers/{customer}/domains", path: "/admin/customers/acme/domains", admin: true,
+        body: { domain: [label(63), label(63), label(63), label(61)].join(".") } },
+      { what: "a domain in capitals", method: "post", template: "/admin/customers/{customer}/domains", path: "/admin/customers/acme/domains", admin: true,
+        body: { domain: "SIP.Zeta.Example" } },
+      { what: "a method on /verify", method: "post", template: "/verify", body: { key: acme.keys.domain, path: "/calls", method: "propfind" } },
+    ];
+    for (const row of good) {
+      const a = await answer(row);
+      expect(a.status, `${row.what}: ${a.text}`).toBeLessThan(300);
+      expect(refusal(row), row.what).toBeUndefined();
+    }
+  });
+
+  it("lists every method /auth and /auth/{path} answer, each answered (401 without a key), none 405", async () => {
+    for (const path of ["/auth", "/auth/customers/acme/calls"]) {
+      const template = path === "/auth" ? "/auth" : "/auth/{path}";
+      for (const method of METHODS) {
+        expect(doc.paths[template]?.[method], `${method} ${template}`).toBeDefined();
+        const a = await supertest(svc.app)[method](path);
+        expect(a.status, `${method.toUpperCase()} ${path}: ${a.text}`).toBe(401);
+      }
+    }
+  });
+});
