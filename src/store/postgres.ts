@@ -2,7 +2,7 @@ import pg from "pg";
 import type { Logger } from "pino";
 import { errorFields, StoreUnavailable } from "../domain/errors.ts";
 import type { ChannelHandlers, Database, ListenState, Queryable, Row } from "./database.ts";
-import { translated, translateError } from "./errors.ts";
+import { mayRetry, translated, translateError } from "./errors.ts";
 import { logged } from "./sql-log.ts";
 import { typeParsers } from "./timestamp.ts";
 
@@ -33,8 +33,18 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
     options: "-c TimeZone=UTC",
     types: typeParsers,
   });
-  // An idle client's connection dropping must not crash the process; the pool replaces it.
-  pool.on("error", (error) => log.warn({ err: errorFields(error) }, "idle database connection lost"));
+  // pg-pool listens for errors on idle connections only: the server ending the session of one checked
+  // out (a transaction between two statements) would emit 'error' with no listener, which ends the
+  // process. With this one, its next statement fails instead, and the connection is discarded.
+  pool.on("connect", (client) => {
+    let reported = false;
+    client.on("error", (error) => {
+      if (!reported) log.warn({ err: errorFields(error) }, "database connection lost");
+      reported = true;
+    });
+  });
+  // The pool's own report of an idle connection lost (it replaces it): logged by the listener above.
+  pool.on("error", () => undefined);
 
   // The caller's answer waits no longer than `timeoutMs` in all, connection included: past it, it is
   // told the store is unavailable, while the statement runs on until its own time-out releases the
@@ -82,15 +92,32 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
     if (name === undefined) names.set(text, (name = `keyplane_${names.size + 1}`));
     return name;
   };
-  const on = (client: pg.Pool | pg.PoolClient): Queryable => ({
-    query: <R extends Row>(text: string, params?: readonly unknown[]) =>
-      logged(log, text, async () => (await client.query<R>({ name: named(text), text, values: params as unknown[] | undefined })).rows),
+  const send = async <R extends Row>(client: pg.Pool | pg.PoolClient, text: string, params?: readonly unknown[]) =>
+    (await client.query<R>({ name: named(text), text, values: params as unknown[] | undefined })).rows;
+  const on = (client: pg.PoolClient): Queryable => ({
+    query: <R extends Row>(text: string, params?: readonly unknown[]) => logged(log, text, () => send<R>(client, text, params)),
     exec: (script) =>
       translated(async () => {
         await client.query(script);
       }),
   });
-  const pooled = on(pool);
+  // A statement that met its connection gone is sent once more, on another, when that cannot do twice
+  // what it should do once (errors.ts, mayRetry): a connection the server ended while it sat idle in the
+  // pool is found so by the first statement sent on it, and that request need not fail for it.
+  const pooled: Queryable = {
+    query: <R extends Row>(text: string, params?: readonly unknown[]) =>
+      logged(log, text, () =>
+        send<R>(pool, text, params).catch((error: unknown) => {
+          if (!mayRetry(error, text)) throw error;
+          log.info({ err: errorFields(error) }, "database connection lost under a statement: sent again");
+          return send<R>(pool, text, params);
+        }),
+      ),
+    exec: (script) =>
+      translated(async () => {
+        await pool.query(script);
+      }),
+  };
 
   return {
     kind: "postgres",
@@ -114,7 +141,7 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
  * cannot roll back either: it goes too. Any other failure rolls back and keeps the connection.
  */
 async function inTransaction<T>(pool: pg.Pool, on: (client: pg.PoolClient) => Queryable, work: (tx: Queryable) => Promise<T>, late: () => boolean): Promise<T> {
-  const client = await pool.connect();
+  const client = await begun(pool, late);
   const q = on(client);
   const tooLate = () => Promise.reject(new StoreUnavailable("timeout"));
   const tx: Queryable = {
@@ -123,7 +150,6 @@ async function inTransaction<T>(pool: pg.Pool, on: (client: pg.PoolClient) => Qu
   };
   let broken: Error | undefined;
   try {
-    await tx.exec("BEGIN");
     const result = await work(tx);
     await tx.exec("COMMIT");
     return result;
@@ -133,6 +159,24 @@ async function inTransaction<T>(pool: pg.Pool, on: (client: pg.PoolClient) => Qu
     throw error;
   } finally {
     client.release(broken);
+  }
+}
+
+/**
+ * A pooled connection on which BEGIN went through. When BEGIN finds the connection gone, nothing else
+ * was sent on it: BEGIN goes again, once, on another.
+ */
+async function begun(pool: pg.Pool, late: () => boolean, again = true): Promise<pg.PoolClient> {
+  const client = await pool.connect();
+  try {
+    if (late()) throw new StoreUnavailable("timeout");
+    await client.query("BEGIN");
+    return client;
+  } catch (error) {
+    // BEGIN fails only with its connection (gone, timed out) or its caller's time: it is discarded.
+    client.release(error instanceof Error ? error : new Error(String(error)));
+    if (again && mayRetry(error, "BEGIN")) return begun(pool, late, false);
+    throw error;
   }
 }
 
@@ -190,10 +234,16 @@ async function listenWithReconnect(options: ListenOptions): Promise<() => Promis
   const tick = async (): Promise<void> => {
     if (stopped) return;
     if (client) {
-      await client.query("SELECT 1").catch((error: unknown) => lose(error));
+      const checked = client;
+      // Lost already if its 'error' came first: then it is not lost twice.
+      await checked.query("SELECT 1").catch((error: unknown) => {
+        if (client === checked) lose(error);
+      });
     } else {
       try {
-        client = await connect();
+        const next = await connect();
+        if (stopped) return void next.end().catch(() => undefined);
+        client = next;
         log.info({ channels: names }, "notification connection restored");
         onReset?.("restored");
       } catch {

@@ -34,20 +34,31 @@ export interface Session {
   state: string | null;
 }
 
+/** A server coming up, on performance.now(): it refused a connection tried at `refusedAt`, accepted one at `acceptingAt`. */
+export interface Return {
+  refusedAt: number;
+  acceptingAt: number;
+}
+
 export interface PgCluster {
   port: number;
   /** A connection string to `database` (default `postgres`) as the superuser. */
   url(database?: string): string;
-  /** `pg_ctl restart -m fast`: when the restarted server first accepted a connection (performance.now()). */
-  restart(): Promise<number>;
+  /** `pg_ctl restart -m fast`: when the restarted server was last seen down, and first accepted a connection. */
+  restart(): Promise<Return>;
   /** `pg_ctl stop -m fast`, waiting until the server is gone: when it was. */
   stop(): Promise<number>;
-  /** Starts the stopped server: when it first accepted a connection. */
-  start(): Promise<number>;
+  /** Starts the stopped server: when it was last seen down, and first accepted a connection. */
+  start(): Promise<Return>;
   /** The client sessions, other than this helper's own. */
   sessions(): Promise<Session[]>;
   /** pg_terminate_backend of one backend, or of every session of an application_name: the PIDs ended. */
   terminate(target: number | string): Promise<number[]>;
+  /**
+   * pg_terminate_backend of one backend `ms` from now, timed by the server (pg_sleep), so that it can
+   * happen while this process is busy. Resolves once the statement is on its way, to its outcome.
+   */
+  terminateIn(pid: number, ms: number): Promise<{ ended: Promise<boolean> }>;
   /** A statement on a separate admin connection (ALTER SYSTEM, checks of what keyplane wrote). */
   admin<R extends pg.QueryResultRow>(text: string, params?: unknown[]): Promise<R[]>;
   /** Kills the server by its PID and removes its directory (also done when this process exits). */
@@ -123,15 +134,20 @@ export async function startCluster(): Promise<PgCluster> {
       await client.end().catch(() => undefined);
     }
   };
-  /** Polls until a connection succeeds: when it did. pg_ctl's own wait polls ten times a second. */
-  const accepting = async (): Promise<number> => {
+  /**
+   * Polls until a connection succeeds (pg_ctl's own wait polls only ten times a second): the server was
+   * down when the last refused attempt was made, and up when the first one succeeded.
+   */
+  const accepting = async (): Promise<Return> => {
     const deadline = performance.now() + READY_WITHIN_MS;
-    for (;;) {
+    for (let refusedAt = performance.now(); ; ) {
+      const triedAt = performance.now();
       try {
         await admin("SELECT 1");
-        return performance.now();
+        return { refusedAt, acceptingAt: performance.now() };
       } catch (error) {
-        if (performance.now() > deadline) throw new Error(`PostgreSQL did not accept connections within ${READY_WITHIN_MS} ms: ${String(error)}\n${serverLog()}`);
+        refusedAt = triedAt;
+        if (performance.now() > deadline) throw new Error(`PostgreSQL did not accept connections within ${READY_WITHIN_MS} ms\n${serverLog()}`, { cause: error });
         await new Promise((resolve) => setTimeout(resolve, POLL_MS));
       }
     }
@@ -170,9 +186,22 @@ export async function startCluster(): Promise<PgCluster> {
     async terminate(target) {
       const rows =
         typeof target === "number"
-          ? await admin<{ pid: number }>("SELECT pid FROM (SELECT $1::int AS pid) t WHERE pg_terminate_backend(pid)", [target])
-          : await admin<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND pg_terminate_backend(pid)", [target]);
-      return rows.map((r) => r.pid);
+          ? await admin<{ pid: number; ended: boolean }>("SELECT $1::int AS pid, pg_terminate_backend($1) AS ended", [target])
+          // In the select list, not the WHERE clause, which may call it before it filters.
+          : await admin<{ pid: number; ended: boolean }>("SELECT pid, pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE application_name = $1", [target]);
+      return rows.filter((r) => r.ended).map((r) => r.pid);
+    },
+    async terminateIn(pid, ms) {
+      const client = new pg.Client({ connectionString: url(), application_name: ADMIN_APP });
+      client.on("error", () => undefined);
+      await client.connect();
+      const ended = client
+        .query<{ ended: boolean }>("SELECT pg_sleep($2::float8 / 1000), pg_terminate_backend($1) AS ended", [pid, ms])
+        .then((result) => result.rows[0]!.ended)
+        .finally(() => client.end().catch(() => undefined));
+      // One turn of the event loop: the statement has left.
+      await new Promise((resolve) => setImmediate(resolve));
+      return { ended };
     },
     admin,
     async destroy() {
