@@ -1,3 +1,4 @@
+import type { Policy } from "./policy/policy.ts";
 import type { Scope } from "./scope.ts";
 
 // The directory of the platform's entities (docs/api.md, "Directory") and the key record.
@@ -6,6 +7,8 @@ export interface Customer {
   uuid: string;
   name: string;
   active: boolean;
+  /** Its policy (docs/api.md, "Key policy"), binding every key inside it; null for none. */
+  policy: Policy | null;
   createdAt: Date;
   modifiedAt: Date;
 }
@@ -16,6 +19,8 @@ export interface Domain {
   tenantId: number;
   domain: string;
   active: boolean;
+  /** Its policy (docs/api.md, "Key policy"), binding every key inside it; null for none. */
+  policy: Policy | null;
   createdAt: Date;
   modifiedAt: Date;
 }
@@ -31,6 +36,8 @@ export interface Application {
   url: string | null;
   method: HttpMethod;
   active: boolean;
+  /** Its policy (docs/api.md, "Key policy"), binding every key inside it; null for none. */
+  policy: Policy | null;
   createdAt: Date;
   modifiedAt: Date;
 }
@@ -42,6 +49,8 @@ export interface Subscriber {
   domainId: number;
   msisdn: string;
   active: boolean;
+  /** Its policy (docs/api.md, "Key policy"), binding every key inside it; null for none. */
+  policy: Policy | null;
   createdAt: Date;
   modifiedAt: Date;
 }
@@ -80,6 +89,8 @@ export interface StoredKey extends Scope {
   lastUsedAt: Date | null;
   /** The id of the key that replaced this one in a rotation. */
   replacedBy: number | null;
+  /** The key's own policy (docs/api.md, "Key policy"); null for none. Its entities' bind it too. */
+  policy: Policy | null;
   tenant: Customer;
   domain: Domain | null;
   application: Application | null;

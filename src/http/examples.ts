@@ -3,19 +3,26 @@ import { VERSION } from "../version.ts";
 // Examples for /openapi.json: one for each body the API takes or gives, consistent with one another
 // (the customer acme, its domain sip.acme.example, the voice application ivr, one subscriber).
 const at = "2026-11-23T10:00:00.000Z";
-const customer = { id: 1, uuid: "6f1c2a4e-8d3b-4c7a-9e2f-1a2b3c4d5e6f", name: "acme", active: true, createdAt: at, modifiedAt: at };
-const domain = { id: 10, uuid: "0b5e9c1d-2f4a-4e6b-8c7d-9e0f1a2b3c4d", tenantId: 1, domain: "sip.acme.example", active: true, createdAt: at, modifiedAt: at };
+/** acme's plan: 100 calls a second for all its keys together, and 10,000 credits a month. */
+const plan = {
+  ratelimits: [{ name: "calls", limit: 100, windowSeconds: 1, methods: ["POST"], paths: ["/customers/*/calls/**"] }],
+  credits: { remaining: 9_412, refill: { amount: 10_000, interval: "monthly", day: 1 } },
+};
+/** The billing key's own policy: from the office's network and the console only. */
+const keyPolicy = { restrictions: { ips: ["203.0.113.0/24", "2001:db8::/32"], referrers: ["https://*.acme.example/*"] } };
+const customer = { id: 1, uuid: "6f1c2a4e-8d3b-4c7a-9e2f-1a2b3c4d5e6f", name: "acme", active: true, policy: plan, createdAt: at, modifiedAt: at };
+const domain = { id: 10, uuid: "0b5e9c1d-2f4a-4e6b-8c7d-9e0f1a2b3c4d", tenantId: 1, domain: "sip.acme.example", active: true, policy: null, createdAt: at, modifiedAt: at };
 const application = {
   id: 100, uuid: "3c8d2e1f-4a5b-4c6d-8e7f-0a1b2c3d4e5f", tenantId: 1, domainId: 10, name: "ivr",
-  url: "https://ivr.acme.example/answer", method: "POST", active: true, createdAt: at, modifiedAt: at,
+  url: "https://ivr.acme.example/answer", method: "POST", active: true, policy: null, createdAt: at, modifiedAt: at,
 };
-const subscriber = { id: 1000, uuid: "7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d", tenantId: 1, domainId: 10, msisdn: "12125550100", active: true, createdAt: at, modifiedAt: at };
+const subscriber = { id: 1000, uuid: "7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d", tenantId: 1, domainId: 10, msisdn: "12125550100", active: true, policy: null, createdAt: at, modifiedAt: at };
 const user = { id: 7, uuid: "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a", tenantId: 1, domainId: null, email: "owner@acme.example", active: true, createdAt: at, modifiedAt: at };
 const key = {
   id: 17, keyId: "XI0123456789ABCDEF0123456789AB7798", name: "billing", active: true, type: "customer",
   tenantId: 1, domainId: 10, applicationId: null, subscriberId: null, userId: null, secret: null,
   createdAt: at, modifiedAt: at, deletedAt: null, activeAt: at, expiresAt: "2027-02-21T10:00:00.000Z", lastUsedAt: "2026-11-23T10:05:00.000Z",
-  replacedBy: null, tenant: customer, "tenant-id": 1, domain, "domain-id": 10,
+  replacedBy: null, policy: keyPolicy, tenant: customer, "tenant-id": 1, domain, "domain-id": 10,
 };
 
 function withoutKeyId({ keyId: _keyId, ...rest }: typeof key) {
@@ -24,6 +31,7 @@ function withoutKeyId({ keyId: _keyId, ...rest }: typeof key) {
 
 export const API_EXAMPLES = {
   Key: key,
+  Policy: plan,
   Customer: customer,
   Domain: domain,
   Application: application,
@@ -33,7 +41,7 @@ export const API_EXAMPLES = {
     ...user,
     key: {
       ...key, id: 18, keyId: "XI00112233445566778899AABBCCDDEEFF", name: "owner@acme.example", type: "user", domainId: null, userId: 7,
-      expiresAt: null, lastUsedAt: null, domain: undefined, "domain-id": undefined, user, "user-id": 7,
+      expiresAt: null, lastUsedAt: null, policy: null, domain: undefined, "domain-id": undefined, user, "user-id": 7,
     },
   },
   KeyEvent: {

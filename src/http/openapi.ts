@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { statusOf, type ErrorCode } from "../domain/errors.ts";
 import { API_EXAMPLES } from "./examples.ts";
+import { policyObject } from "./policy-schema.ts";
 import type { Route } from "./route.ts";
 import {
   applicationObject, customerObject, domainObject, errorObject, eventObject, healthObject, keyObject, openApiObject, subscriberObject, userObject,
@@ -14,7 +15,7 @@ import {
 const COMPONENTS = {
   Key: keyObject, Customer: customerObject, Domain: domainObject, Application: applicationObject, Subscriber: subscriberObject,
   User: userObject, UserWithKey: userWithKeyObject, KeyEvent: eventObject, Error: errorObject, Health: healthObject, OpenApiDocument: openApiObject,
-  Verdict: verdictObject,
+  Verdict: verdictObject, Policy: policyObject,
 } satisfies Record<Exclude<keyof typeof API_EXAMPLES, "requests">, z.ZodType>;
 
 type Component = keyof typeof COMPONENTS;

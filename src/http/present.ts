@@ -25,6 +25,7 @@ export function keyJson(key: Key): Record<string, unknown> {
     expiresAt: key.expiresAt,
     lastUsedAt: key.lastUsedAt,
     replacedBy: key.replacedBy,
+    policy: key.policy,
     tenant: key.tenant,
     "tenant-id": key.tenantId,
   };

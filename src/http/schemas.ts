@@ -6,6 +6,7 @@ import { KEY_TYPES } from "../domain/model.ts";
 import { LEVELS } from "../domain/scope.ts";
 import { codePoints, TEXT, TEXT_RULE } from "../domain/text.ts";
 import { VERDICT_CODES } from "../services/verify.ts";
+import { policyObject } from "./policy-schema.ts";
 
 // Request schemas: they validate requests and, through /openapi.json, describe them, so a rule the
 // server checks is a rule the document states: one a schema cannot express (a time in the future) is
@@ -122,12 +123,14 @@ export const invokeBody = z.unknown();
 // Response schemas, for /openapi.json (and tests that hold answers to them).
 const timestamp = z.iso.datetime();
 const entity = { id: z.number().int(), uuid: z.uuid(), active: z.boolean(), createdAt: timestamp, modifiedAt: timestamp };
-export const customerObject = z.object({ ...entity, name: z.string() });
-export const domainObject = z.object({ ...entity, tenantId: z.number().int(), domain: z.string() });
+/** An entity's policy, binding every key inside it (docs/api.md, "Key policy"); users have none of their own. */
+const policed = { ...entity, policy: policyObject.nullable().describe("The entity's policy, binding every key inside it; null for none.") };
+export const customerObject = z.object({ ...policed, name: z.string() });
+export const domainObject = z.object({ ...policed, tenantId: z.number().int(), domain: z.string() });
 export const applicationObject = z.object({
-  ...entity, tenantId: z.number().int(), domainId: z.number().int(), name: z.string(), url: z.string().nullable(), method: z.enum(["GET", "POST"]),
+  ...policed, tenantId: z.number().int(), domainId: z.number().int(), name: z.string(), url: z.string().nullable(), method: z.enum(["GET", "POST"]),
 });
-export const subscriberObject = z.object({ ...entity, tenantId: z.number().int(), domainId: z.number().int(), msisdn: z.string() });
+export const subscriberObject = z.object({ ...policed, tenantId: z.number().int(), domainId: z.number().int(), msisdn: z.string() });
 export const userObject = z.object({ ...entity, tenantId: z.number().int(), domainId: z.number().int().nullable(), email: z.string() });
 
 const id = z.number().int();
@@ -150,6 +153,7 @@ export const keyObject = z.object({
   expiresAt: timestamp.nullable().describe("From this time on the key is refused, and gone from lists; null for never."),
   lastUsedAt: timestamp.nullable().describe("The last successful authentication, to within a minute; null if never used."),
   replacedBy: id.nullable().describe("The id of the key that replaced this one in a rotation."),
+  policy: policyObject.nullable().describe("The key's own policy; null for none. The policies of the entities it lies in bind it too, and are not repeated here."),
   tenant: customerObject,
   "tenant-id": id,
   domain: domainObject.optional(),

@@ -29,7 +29,7 @@ export function withToken(s: StoredKey, keyId: string): Key {
     id: s.id, keyId, name: s.name, active: s.active, type: s.type, tenantId: s.tenantId, domainId: s.domainId,
     applicationId: s.applicationId, subscriberId: s.subscriberId, userId: s.userId, managedBy: s.managedBy,
     createdAt: s.createdAt, modifiedAt: s.modifiedAt, deletedAt: s.deletedAt, activeAt: s.activeAt, expiresAt: s.expiresAt,
-    lastUsedAt: s.lastUsedAt, replacedBy: s.replacedBy, tenant: s.tenant, domain: s.domain, application: s.application,
+    lastUsedAt: s.lastUsedAt, replacedBy: s.replacedBy, policy: s.policy, tenant: s.tenant, domain: s.domain, application: s.application,
     subscriber: s.subscriber, user: s.user,
   };
 }

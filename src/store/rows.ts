@@ -1,14 +1,15 @@
 import type { Application, Customer, Domain, KeyType, StoredKey, Subscriber, User, HttpMethod } from "../domain/model.ts";
+import type { Policy } from "../domain/policy/policy.ts";
 import type { Row } from "./database.ts";
 
 // Each entity is selected under an alias prefix ("c_id", "c_name"...), so one mapper serves the
 // directory's own queries and the joins that embed the entity in a key.
 const COMMON = ["id", "uuid", "active", "created_at", "modified_at"];
 const ENTITY_COLUMNS = {
-  customer: [...COMMON, "name"],
-  domain: [...COMMON, "tenant_id", "domain"],
-  application: [...COMMON, "tenant_id", "domain_id", "name", "url", "method"],
-  subscriber: [...COMMON, "tenant_id", "domain_id", "msisdn"],
+  customer: [...COMMON, "name", "policy"],
+  domain: [...COMMON, "tenant_id", "domain", "policy"],
+  application: [...COMMON, "tenant_id", "domain_id", "name", "url", "method", "policy"],
+  subscriber: [...COMMON, "tenant_id", "domain_id", "msisdn", "policy"],
   user: [...COMMON, "tenant_id", "domain_id", "email"],
 } as const;
 export type EntityKind = keyof typeof ENTITY_COLUMNS;
@@ -29,14 +30,16 @@ const state = (row: Row, a: string) => ({
   createdAt: date(row, `${a}_created_at`),
   modifiedAt: date(row, `${a}_modified_at`),
 });
+/** The state of an entity that carries a policy (users do not). */
+const policed = (row: Row, a: string) => ({ ...state(row, a), policy: (row[`${a}_policy`] ?? null) as Policy | null });
 
-export const customerFrom = (row: Row, a = "c"): Customer => ({ ...ids(row, a), name: row[`${a}_name`] as string, ...state(row, a) });
+export const customerFrom = (row: Row, a = "c"): Customer => ({ ...ids(row, a), name: row[`${a}_name`] as string, ...policed(row, a) });
 
 export const domainFrom = (row: Row, a = "d"): Domain => ({
   ...ids(row, a),
   tenantId: num(row, `${a}_tenant_id`),
   domain: row[`${a}_domain`] as string,
-  ...state(row, a),
+  ...policed(row, a),
 });
 
 export const applicationFrom = (row: Row, a = "a"): Application => ({
@@ -46,7 +49,7 @@ export const applicationFrom = (row: Row, a = "a"): Application => ({
   name: row[`${a}_name`] as string,
   url: (row[`${a}_url`] ?? null) as string | null,
   method: row[`${a}_method`] as HttpMethod,
-  ...state(row, a),
+  ...policed(row, a),
 });
 
 export const subscriberFrom = (row: Row, a = "s"): Subscriber => ({
@@ -54,7 +57,7 @@ export const subscriberFrom = (row: Row, a = "s"): Subscriber => ({
   tenantId: num(row, `${a}_tenant_id`),
   domainId: num(row, `${a}_domain_id`),
   msisdn: row[`${a}_msisdn`] as string,
-  ...state(row, a),
+  ...policed(row, a),
 });
 
 export const userFrom = (row: Row, a = "u"): User => ({
@@ -68,7 +71,7 @@ export const userFrom = (row: Row, a = "u"): User => ({
 /** A key's own columns, of alias `k`. */
 export const KEY_COLUMNS = `k.id, k.token_hash, k.token_sealed, k.name, k.active, k.type, k.tenant_id, k.domain_id,
   k.application_id, k.subscriber_id, k.user_id, k.managed_by, k.created_at, k.modified_at, k.deleted_at, k.active_at,
-  k.expires_at, k.last_used_at, k.replaced_by`;
+  k.expires_at, k.last_used_at, k.replaced_by, k.policy`;
 
 /** The directory objects a key's scope names, joined to alias `t` (which has the key's five scope columns). */
 const embeddedFrom = (t: string) => `
@@ -163,6 +166,7 @@ function keyFrom(row: Row, e: Embedded): StoredKey {
     expiresAt: (row.expires_at ?? null) as Date | null,
     lastUsedAt: (row.last_used_at ?? null) as Date | null,
     replacedBy: numOrNull(row, "replaced_by"),
+    policy: (row.policy ?? null) as Policy | null,
     tenant: e.tenant,
     domain: e.domain,
     application: e.application,
