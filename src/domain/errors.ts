@@ -2,6 +2,7 @@
 export type ErrorCode =
   | "bad_request"
   | "unauthorized"
+  | "forbidden"
   | "not_found"
   | "method_not_allowed"
   | "conflict"
@@ -9,6 +10,7 @@ export type ErrorCode =
   | "payload_too_large"
   | "unsupported_media_type"
   | "rate_limited"
+  | "usage_exceeded"
   | "internal"
   | "bad_gateway"
   | "unavailable";
@@ -19,6 +21,8 @@ export function statusOf(code: ErrorCode): number {
       return 400;
     case "unauthorized":
       return 401;
+    case "forbidden":
+      return 403;
     case "not_found":
       return 404;
     case "method_not_allowed":
@@ -32,6 +36,7 @@ export function statusOf(code: ErrorCode): number {
     case "unsupported_media_type":
       return 415;
     case "rate_limited":
+    case "usage_exceeded":
       return 429;
     case "internal":
       return 500;
@@ -43,8 +48,8 @@ export function statusOf(code: ErrorCode): number {
 }
 
 const CODES: ErrorCode[] = [
-  "bad_request", "unauthorized", "not_found", "method_not_allowed", "request_timeout", "conflict", "payload_too_large",
-  "unsupported_media_type", "rate_limited", "internal", "bad_gateway", "unavailable",
+  "bad_request", "unauthorized", "forbidden", "not_found", "method_not_allowed", "request_timeout", "conflict", "payload_too_large",
+  "unsupported_media_type", "rate_limited", "usage_exceeded", "internal", "bad_gateway", "unavailable",
 ];
 
 /** The catalogue's code for an HTTP status, if it has one. */
@@ -90,6 +95,7 @@ export const unauthorized = (message = UNAUTHORIZED) =>
 export const notFound = (message: string) => new AppError("not_found", message);
 export const conflict = (message: string) => new AppError("conflict", message);
 export const badRequest = (message: string) => new AppError("bad_request", message);
+export const forbidden = (message: string) => new AppError("forbidden", message);
 
 // The store's failures, as the rest of keyplane sees them: the store translates its drivers' errors
 // into these, in its one query wrapper, so nothing outside it knows SQLSTATEs or driver messages.

@@ -25,15 +25,16 @@ const ref = (name: string, kind = "schemas") => ({ $ref: `#/components/${kind}/$
 const ALWAYS: ErrorCode[] = ["bad_request", "request_timeout", "payload_too_large", "unsupported_media_type", "internal"];
 
 const ERROR_NAMES: Record<ErrorCode, string> = {
-  bad_request: "BadRequest", unauthorized: "Unauthorized", not_found: "NotFound", method_not_allowed: "MethodNotAllowed",
+  bad_request: "BadRequest", unauthorized: "Unauthorized", forbidden: "Forbidden", not_found: "NotFound", method_not_allowed: "MethodNotAllowed",
   conflict: "Conflict", request_timeout: "RequestTimeout", payload_too_large: "PayloadTooLarge",
-  unsupported_media_type: "UnsupportedMediaType", rate_limited: "RateLimited", internal: "Internal", bad_gateway: "BadGateway",
+  unsupported_media_type: "UnsupportedMediaType", rate_limited: "RateLimited", usage_exceeded: "UsageExceeded", internal: "Internal", bad_gateway: "BadGateway",
   unavailable: "Unavailable",
 };
 
 const ERROR_TEXT: Record<ErrorCode, string> = {
   bad_request: "The request is not valid: its body, query or path.",
   unauthorized: "No valid, active key (or admin token), or a key whose scope does not reach the path.",
+  forbidden: "The caller may not do this: a key changing its own policy or credits, or a policy it may not set.",
   not_found: "No such entity or key here.",
   method_not_allowed: "The path exists, but not with this method.",
   conflict: "The name is taken, or the key was already rotated.",
@@ -41,6 +42,7 @@ const ERROR_TEXT: Record<ErrorCode, string> = {
   payload_too_large: "The body is over 16 KiB.",
   unsupported_media_type: "The body is not JSON.",
   rate_limited: "Too many failed authentications from this client.",
+  usage_exceeded: "The key's credits are used up.",
   internal: "An unexpected error.",
   bad_gateway: "The voice application has no url, cannot be reached, or did not answer in time.",
   unavailable: "The key store cannot be reached.",
