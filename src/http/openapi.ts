@@ -54,7 +54,7 @@ const PARAMETERS: Record<string, string> = {
   application: "A voice application: its id, uuid or name (within the domain; on a path without one, the caller's domain); on key paths also `self`.",
   subscriber: "A subscriber: its msisdn first (within the domain, or the caller's), then id, then uuid; on key paths also `self`.",
   user: "A user: its id, uuid or email.",
-  keyId: "A key: its keyId (the token) or, to keep tokens out of URLs, its numeric id.",
+  keyId: "A key: its keyId (the token) or, to keep tokens out of URLs, its numeric id; or `self`, the calling key, where it lies inside the path's scope.",
   path: "The original request's path, as Envoy's ext_authz path_prefix sends it: any number of segments (/auth/a/b/c too), which an OpenAPI path parameter cannot state.",
 };
 
