@@ -183,7 +183,7 @@ describe("secrets out of the log when the database fails", () => {
       destination: {
         write: (line: string) => {
           lines.push(line);
-          if (line.includes("idle database connection lost")) heard(line);
+          if (line.includes("database connection lost")) heard(line);
         },
       },
     });
