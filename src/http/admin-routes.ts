@@ -6,6 +6,7 @@ import * as directory from "../services/directory.ts";
 import { listEvents } from "../services/key-events.ts";
 import { provisionKey } from "../services/keys.ts";
 import { invoke, runtimeKey, type RuntimeOptions } from "../runtime/runtime.ts";
+import { adminPolicyRoutes } from "./admin-policy-routes.ts";
 import { adminAuthor } from "./author.ts";
 import { sendEventPage } from "./key-lifecycle-routes.ts";
 import { keyJson } from "./present.ts";
@@ -30,6 +31,7 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
   const customer = (req: Request) => directory.getCustomer(ctx, param(req, "customer"));
   const domain = async (req: Request): Promise<Domain> => directory.getDomain(ctx, await customer(req), param(req, "domain"));
   const application = async (req: Request) => directory.getApplication(ctx, await domain(req), param(req, "application"));
+  const subscriber = async (req: Request) => directory.getSubscriber(ctx, await domain(req), param(req, "subscriber"));
 
   /** GET and DELETE of one entity, found by `load`. */
   const entity = <T extends { id: number }>(
@@ -38,7 +40,7 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
     route({
       method: "get", path, operationId: `get${noun}`, tag, auth: "admin", summary: `Get a ${what}`, refusals: ["not_found"],
       ok: { status: 200, description: `The ${what}`, schema },
-      handle: async (req, res) => void res.json(await load(req)),
+      handle: async (req, res) => void res.json((await directory.shown(ctx, table, [await load(req)]))[0]),
     }),
     route({
       method: "delete", path, operationId: `delete${noun}`, tag, auth: "admin", refusals: ["not_found"],
@@ -60,7 +62,7 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
     route({
       method: "get", path: C, operationId: "listCustomers", tag, auth: "admin", summary: "List customers",
       ok: { status: 200, description: "Customers", schema: customerObject.array() },
-      handle: async (_req, res) => void res.json(await directory.listCustomers(ctx)),
+      handle: async (_req, res) => void res.json(await directory.shown(ctx, "customers", await directory.listCustomers(ctx))),
     }),
     ...entity(`${C}/:customer`, "customer", "Customer", "customers", customerObject, customer),
 
@@ -72,7 +74,7 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
     route({
       method: "get", path: CD, operationId: "listDomains", tag, auth: "admin", refusals: ["not_found"], summary: "List a customer's domains",
       ok: { status: 200, description: "Domains", schema: domainObject.array() },
-      handle: async (req, res) => void res.json(await directory.listDomains(ctx, await customer(req))),
+      handle: async (req, res) => void res.json(await directory.shown(ctx, "domains", await directory.listDomains(ctx, await customer(req)))),
     }),
     ...entity(`${CD}/:domain`, "domain", "Domain", "domains", domainObject, domain),
 
@@ -87,7 +89,7 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
     route({
       method: "get", path: CDA, operationId: "listApplications", tag, auth: "admin", refusals: ["not_found"], summary: "List a domain's voice applications",
       ok: { status: 200, description: "Applications", schema: applicationObject.array() },
-      handle: async (req, res) => void res.json(await directory.listApplications(ctx, await domain(req))),
+      handle: async (req, res) => void res.json(await directory.shown(ctx, "applications", await directory.listApplications(ctx, await domain(req)))),
     }),
     ...entity(`${CDA}/:application`, "voice application", "Application", "applications", applicationObject, application),
     route({
@@ -116,10 +118,15 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
     route({
       method: "get", path: CDS, operationId: "listSubscribers", tag, auth: "admin", refusals: ["not_found"], summary: "List a domain's subscribers",
       ok: { status: 200, description: "Subscribers", schema: subscriberObject.array() },
-      handle: async (req, res) => void res.json(await directory.listSubscribers(ctx, await domain(req))),
+      handle: async (req, res) => void res.json(await directory.shown(ctx, "subscribers", await directory.listSubscribers(ctx, await domain(req)))),
     }),
-    ...entity(`${CDS}/:subscriber`, "subscriber", "Subscriber", "subscribers", subscriberObject, async (req) =>
-      directory.getSubscriber(ctx, await domain(req), param(req, "subscriber"))),
+    ...entity(`${CDS}/:subscriber`, "subscriber", "Subscriber", "subscribers", subscriberObject, subscriber),
+    ...adminPolicyRoutes(ctx, [
+      { path: `${C}/:customer`, level: "customer", noun: "Customer", load: customer },
+      { path: `${CD}/:domain`, level: "domain", noun: "Domain", load: domain },
+      { path: `${CDA}/:application`, level: "application", noun: "Application", load: application },
+      { path: `${CDS}/:subscriber`, level: "subscriber", noun: "Subscriber", load: subscriber },
+    ]),
 
     route({
       method: "post", path: CU, operationId: "createUser", tag, auth: "admin", body: userBody, refusals: ["not_found", "conflict"], summary: "Create a user, with the user's key",

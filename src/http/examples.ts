@@ -32,6 +32,8 @@ function withoutKeyId({ keyId: _keyId, ...rest }: typeof key) {
 export const API_EXAMPLES = {
   Key: key,
   Policy: plan,
+  Credits: { remaining: 9_412, nextRefillAt: "2026-12-01T00:00:00.000Z" },
+  CreditsChange: { add: 5_000 },
   Customer: customer,
   Domain: domain,
   Application: application,

@@ -3,6 +3,7 @@ import type { KeyEvent } from "../domain/key-event.ts";
 import type { Context } from "../services/context.ts";
 import { listEvents, listKeyEvents, type EventPage } from "../services/key-events.ts";
 import { rotateKey } from "../services/key-rotation.ts";
+import { keyShown } from "../services/keys.ts";
 import { keyAuthor } from "./author.ts";
 import { setNextLink } from "./key-list.ts";
 import { authorizedScope, keyRef } from "./key-scope.ts";
@@ -24,7 +25,7 @@ export function keyLifecycleRoutes(ctx: Context, base: string, noun: string, tag
       ok: { status: 200, description: "The new key", schema: keyObject },
       handle: async (req, res, { body }) => {
         const scope = await authorizedScope(ctx, req);
-        res.json(keyJson(await rotateKey(ctx, scope, keyRef(req), body, keyAuthor(req))));
+        res.json(keyJson(await keyShown(ctx, await rotateKey(ctx, scope, keyRef(req), body, keyAuthor(req)))));
       },
     }),
     route({
@@ -47,7 +48,7 @@ export function rotateSelfRoute(ctx: Context): Route {
     ok: { status: 200, description: "The new key", schema: keyObject },
     handle: async (req, res, { body }) => {
       const { key, scope } = req.principal!;
-      res.json(keyJson(await rotateKey(ctx, scope, String(key.id), body, keyAuthor(req))));
+      res.json(keyJson(await keyShown(ctx, await rotateKey(ctx, scope, String(key.id), body, keyAuthor(req)))));
     },
   });
 }

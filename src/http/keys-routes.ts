@@ -1,36 +1,19 @@
 import type { Context } from "../services/context.ts";
-import { deleteKey, getKey, listKeys, provisionKey, updateKey } from "../services/keys.ts";
+import { deleteKey, getKey, keyShown, listKeys, provisionKey, updateKey } from "../services/keys.ts";
 import { keyAuthor } from "./author.ts";
 import { eventsRoute, keyLifecycleRoutes, rotateSelfRoute } from "./key-lifecycle-routes.ts";
+import { keyCreditsRoutes } from "./key-credits-routes.ts";
 import { sendKeyList } from "./key-list.ts";
 import { authorizedScope, keyRef } from "./key-scope.ts";
-import { callerKeyJson, keyJson } from "./present.ts";
+import { callerKey, keyJson } from "./present.ts";
 import { route, type Route } from "./route.ts";
+import { scopePolicyRoutes } from "./scope-policy-routes.ts";
+import { BASES, nounOf, spellings } from "./key-bases.ts";
 import { keyObject, listQuery, provisionBody, updateBody } from "./schemas.ts";
 
-// Every key path (docs/api.md, "Keys"): one set of operations on each base, under each spelling.
-const BASES: { path: string; tag: string }[] = [
-  { path: "/keys", tag: "keys" },
-  { path: "/customers/:customer/keys", tag: "customer keys" },
-  { path: "/customers/:customer/domains/:domain/keys", tag: "customer keys" },
-  { path: "/customers/:customer/domains/:domain/applications/:application/keys", tag: "customer keys" },
-  { path: "/customers/:customer/domains/:domain/subscribers/:subscriber/keys", tag: "customer keys" },
-  { path: "/domains/:domain/keys", tag: "domain keys" },
-  { path: "/domains/:domain/applications/:application/keys", tag: "domain keys" },
-  { path: "/domains/:domain/subscribers/:subscriber/keys", tag: "domain keys" },
-  { path: "/applications/:application/keys", tag: "application keys" },
-  { path: "/subscribers/:subscriber/keys", tag: "subscriber keys" },
-];
-
-/** The scope a base names, for its operations' ids: /customers/:customer/domains/:domain/keys -> CustomerDomain. */
-function nounOf(base: string): string {
-  return [...base.matchAll(/\/(customers|domains|applications|subscribers)\//g)].map(([, c]) => c![0]!.toUpperCase() + c!.slice(1, -1)).join("");
-}
-
-/** The spellings clients of the original platform use: `apikeys` for `keys`, `tenants` for `customers`. */
-export function spellings(path: string): string[] {
-  const keys = [path, path.replace(/\/keys(?=\/|$)/, "/apikeys")];
-  return path.startsWith("/customers/") ? [...keys, ...keys.map((p) => p.replace(/^\/customers\//, "/tenants/"))] : keys;
+/** A route under each spelling of its path: the others refer to it. */
+function aliases(r: Route): Route[] {
+  return [...new Set(spellings(r.path))].map((path) => (path === r.path ? r : { ...r, path, aliasOf: r.path }));
 }
 
 /** The operations of one base, declared on its canonical spelling. */
@@ -69,8 +52,8 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
       },
     }),
     route({
-      method: "put", path: one, operationId: `update${noun}Key`, tag, auth: "key", body: updateBody, refusals: ["not_found", "conflict"],
-      summary: "Rename, enable or disable a key, or set or remove its expiry",
+      method: "put", path: one, operationId: `update${noun}Key`, tag, auth: "key", body: updateBody, refusals: ["forbidden", "not_found", "conflict"],
+      summary: "Rename, enable or disable a key, set or remove its expiry, or set or remove its own policy",
       ok: { status: 200, description: "The updated key", schema: keyObject },
       handle: async (req, res, { body }) => {
         const scope = await authorizedScope(ctx, req);
@@ -89,6 +72,7 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
       },
     }),
     ...keyLifecycleRoutes(ctx, base, noun, tag),
+    ...keyCreditsRoutes(ctx, one, noun, tag),
   ];
 }
 
@@ -97,12 +81,13 @@ export function keysRoutes(ctx: Context): Route[] {
     method: "get", path: "/keys/self", operationId: "getSelfKey", tag: "keys", auth: "key",
     summary: "The calling key",
     ok: { status: 200, description: "The calling key", schema: keyObject },
-    handle: (req, res) => void res.json(callerKeyJson(req.principal!)),
+    // Its policies' credits are read live: the principal's came with it from the key cache.
+    handle: async (req, res) => void res.json(keyJson(await keyShown(ctx, callerKey(req.principal!)))),
   });
   // The literal self paths come before /keys/{keyId}/..., which would serve them too (keyRef reads
   // `self` as the calling key) but by a look-up: GET /keys/self answers from the principal itself.
   const canonical = [self, rotateSelfRoute(ctx), ...BASES.flatMap(({ path, tag }) => keyRoutes(ctx, path, tag))];
   // Every spelling is served; the document describes the canonical one and refers the others to it.
-  const spelled = canonical.flatMap((r) => spellings(r.path).map((path) => (path === r.path ? r : { ...r, path, aliasOf: r.path })));
-  return [...spelled, eventsRoute(ctx)];
+  const spelled = canonical.flatMap(aliases);
+  return [...spelled, ...scopePolicyRoutes(ctx).flatMap(aliases), eventsRoute(ctx)];
 }

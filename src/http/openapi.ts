@@ -4,7 +4,7 @@ import { API_EXAMPLES } from "./examples.ts";
 import { policyObject } from "./policy-schema.ts";
 import type { Route } from "./route.ts";
 import {
-  applicationObject, customerObject, domainObject, errorObject, eventObject, healthObject, keyObject, openApiObject, subscriberObject, userObject,
+  applicationObject, creditsBody, creditsObject, customerObject, domainObject, errorObject, eventObject, healthObject, keyObject, openApiObject, subscriberObject, userObject,
   userWithKeyObject, verdictObject,
 } from "./schemas.ts";
 
@@ -15,7 +15,7 @@ import {
 const COMPONENTS = {
   Key: keyObject, Customer: customerObject, Domain: domainObject, Application: applicationObject, Subscriber: subscriberObject,
   User: userObject, UserWithKey: userWithKeyObject, KeyEvent: eventObject, Error: errorObject, Health: healthObject, OpenApiDocument: openApiObject,
-  Verdict: verdictObject, Policy: policyObject,
+  Verdict: verdictObject, Policy: policyObject, Credits: creditsObject, CreditsChange: creditsBody,
 } satisfies Record<Exclude<keyof typeof API_EXAMPLES, "requests">, z.ZodType>;
 
 type Component = keyof typeof COMPONENTS;
@@ -34,15 +34,15 @@ const ERROR_NAMES: Record<ErrorCode, string> = {
 const ERROR_TEXT: Record<ErrorCode, string> = {
   bad_request: "The request is not valid: its body, query or path.",
   unauthorized: "No valid, active key (or admin token), or a key whose scope does not reach the path.",
-  forbidden: "The caller may not do this: a key changing its own policy or credits, or a policy it may not set.",
+  forbidden: "The caller may not do this: a key changing its own policy or credits, a policy it may not set, or a key whose policy's restrictions refuse this request (its client address, referrer, method or path).",
   not_found: "No such entity or key here.",
   method_not_allowed: "The path exists, but not with this method.",
   conflict: "The name is taken, or the key was already rotated.",
   request_timeout: "The request's headers took over 10 s, or its whole body over 30 s, to arrive.",
   payload_too_large: "The body is over 16 KiB.",
   unsupported_media_type: "The body is not JSON.",
-  rate_limited: "Too many failed authentications from this client.",
-  usage_exceeded: "The key's credits are used up.",
+  rate_limited: "Too many failed authentications from this client; on /auth also a rate limit of the key's policies, reached (with the RateLimit and RateLimit-Policy fields).",
+  usage_exceeded: "The key's credits are used up: Retry-After says when they refill, and is absent when they never do.",
   internal: "An unexpected error.",
   bad_gateway: "The voice application has no url, cannot be reached, or did not answer in time.",
   unavailable: "The key store cannot be reached.",
@@ -69,26 +69,72 @@ const TAGS: Record<string, string> = {
   verification: "Verdicts for the platform's own services: may a token do a method on a platform path.",
 };
 
-/** A request's body or query, inline (no component lies inside one). */
-const schemaOf = (s: z.ZodType) => z.toJSONSchema(s, { target: "draft-2020-12", io: "input", unrepresentable: "any" });
-
 const registry = z.registry<{ id: string }>();
 for (const [id, schema] of Object.entries(COMPONENTS)) registry.add(schema, { id });
+
+/**
+ * A request's body or query, inline, except the components inside it (a policy), which it refers to:
+ * described once, so the document stays small. (A component inside a request has no transform, so its
+ * input and output are one schema.)
+ */
+function schemaOf(s: z.ZodType): Record<string, unknown> {
+  return z.toJSONSchema(s, {
+    target: "draft-2020-12", io: "input", unrepresentable: "any",
+    override: ({ zodSchema, jsonSchema }) => {
+      const named = byIdentity.get(zodSchema as z.ZodType);
+      if (!named) return;
+      for (const field of Object.keys(jsonSchema)) delete (jsonSchema as Record<string, unknown>)[field];
+      jsonSchema.$ref = `#/components/schemas/${named}`;
+    },
+  }) as Record<string, unknown>;
+}
 const byIdentity = new Map<z.ZodType, Component>(Object.entries(COMPONENTS).map(([id, s]) => [s, id as Component]));
 
-/** A response body: a component by $ref (or an array of one), with its example. */
+/** The component a schema allows beside null (`Policy` of `policyObject.nullable()`), if it is one such. */
+function nullableComponent(schema: z.ZodType): Component | undefined {
+  const { def } = (schema as unknown as { _zod: { def: { type: string; innerType?: z.ZodType } } })._zod;
+  return def.type === "nullable" && def.innerType ? byIdentity.get(def.innerType) : undefined;
+}
+
+/**
+ * A response body: a component by $ref (or an array of one, or one or null), with its example, also
+ * by $ref: each example is written once, in components.examples, however many operations answer it.
+ */
 function content(schema: z.ZodType): object {
   const named = byIdentity.get(schema);
-  if (named) return { "application/json": { schema: ref(named), example: API_EXAMPLES[named] } };
+  if (named) return { "application/json": { schema: ref(named), examples: { [named]: ref(named, "examples") } } };
+  // A component or null (an entity's policy, when it has none).
+  const inner = nullableComponent(schema);
+  if (inner) return { "application/json": { schema: { anyOf: [ref(inner), { type: "null" }] }, examples: { [inner]: ref(inner, "examples") } } };
   const element = (schema as { element?: z.ZodType }).element;
   const item = element && byIdentity.get(element);
-  if (item) return { "application/json": { schema: { type: "array", items: ref(item) }, example: [API_EXAMPLES[item]] } };
+  if (item) return { "application/json": { schema: { type: "array", items: ref(item) }, examples: { [`${item}List`]: ref(`${item}List`, "examples") } } };
   throw new Error("every response schema of the API is a component, or an array of one");
+}
+
+/** components.examples: each component's example, and a list of one for each. */
+function examples(): Record<string, { value: unknown }> {
+  const names = Object.keys(COMPONENTS) as Component[];
+  return Object.fromEntries(names.flatMap((name) => [[name, { value: API_EXAMPLES[name] }], [`${name}List`, { value: [API_EXAMPLES[name]] }]]));
 }
 
 function withoutIds(json: Record<string, unknown>): Record<string, unknown> {
   const { $id: _id, $schema: _schema, ...rest } = json;
   return rest;
+}
+
+/** A request body's schema: a component's by $ref, any other inline. */
+function bodySchema(body: z.ZodType): object {
+  const named = byIdentity.get(body);
+  return named ? ref(named) : withoutIds(schemaOf(body));
+}
+
+/** A request body's example: the operation's own, else its component's (a policy's, a credits change's). */
+function requestExample(operationId: string, body: z.ZodType): unknown {
+  const own = API_EXAMPLES.requests[operationId];
+  if (own !== undefined) return own;
+  const named = byIdentity.get(body) ?? nullableComponent(body);
+  return named ? API_EXAMPLES[named] : {};
 }
 
 function queryParameters(query: z.ZodType): object[] {
@@ -105,8 +151,9 @@ export function refusalsOf(r: Route): ErrorCode[] {
   const codes = new Set<ErrorCode>(ALWAYS);
   if (r.auth !== "none") codes.add("unauthorized");
   if (r.auth !== "none" && r.database !== false) codes.add("unavailable");
-  // A client over its failed authentications gets 429 wherever it presents a key (docs/gateways.md).
-  if (r.auth === "key") codes.add("rate_limited");
+  // A client over its failed authentications gets 429 wherever it presents a key (docs/gateways.md), and
+  // a key whose policy's restrictions refuse the request 403 (docs/api.md, "Key policy").
+  if (r.auth === "key") codes.add("rate_limited").add("forbidden");
   for (const code of r.refusals ?? []) codes.add(code);
   return [...codes].sort((a, b) => statusOf(a) - statusOf(b));
 }
@@ -128,12 +175,18 @@ function operation(r: Route): object {
     ...(r.body && {
       requestBody: {
         // Required exactly when an empty body would be refused (an empty PUT changes nothing, and is valid).
-        required: !r.body.safeParse({}).success,
-        content: { "application/json": { schema: withoutIds(schemaOf(r.body) as Record<string, unknown>), example: API_EXAMPLES.requests[r.operationId] ?? {} } },
+        required: r.bodyRequired === true || !r.body.safeParse({}).success,
+        content: { "application/json": { schema: bodySchema(r.body), example: requestExample(r.operationId, r.body) } },
       },
     }),
     responses,
   };
+}
+
+/** The examples some operation refers to: an unused component is a linter's warning. */
+function referred<T>(all: Record<string, T>, paths: object): Record<string, T> {
+  const text = JSON.stringify(paths);
+  return Object.fromEntries(Object.entries(all).filter(([name]) => text.includes(`"#/components/examples/${name}"`)));
 }
 
 const pathOf = (path: string) => path.replace(/:([A-Za-z]+)/g, "{$1}");
@@ -177,13 +230,17 @@ export function openApiDocument(routes: Route[], version: string): object {
     paths,
     components: {
       schemas: Object.fromEntries(Object.entries(components.schemas).map(([id, s]) => [id, withoutIds(s)])),
+      examples: referred(examples(), paths),
       parameters: Object.fromEntries(Object.entries(PARAMETERS).map(([name, description]) => [name, { name, in: "path", required: true, description, schema: { type: "string", minLength: 1 } }])),
       headers: {
         XRequestId: { description: "The request's id: the client's X-Request-Id when sane, else a new one.", schema: { type: "string" } },
         "WWW-Authenticate": { description: 'Bearer realm="keyplane"', schema: { type: "string" } },
         Link: { description: 'The next page of a list: `<...>; rel="next"`, while more remain.', schema: { type: "string" } },
         Allow: { description: "The methods the path takes.", schema: { type: "string" } },
-        "Retry-After": { description: "Whole seconds (1 to 60) until the client's failed authentications fall back under the limit.", schema: { type: "integer", minimum: 1, maximum: 60 }, example: 42 },
+        "Retry-After": {
+          description: "Whole seconds until the request may pass: the client's failed authentications back under the limit (1 to 60), or on /auth the end of the rate-limit window that refused it.",
+          schema: { type: "integer", minimum: 1 }, example: 42,
+        },
         "X-Keyplane-Key-Id": { description: "The key's numeric id (never its token).", schema: { type: "string" }, example: "17" },
         "X-Keyplane-Key-Type": { description: "The key's type: customer, user, application or subscriber.", schema: { type: "string" }, example: "customer" },
         "X-Keyplane-Level": { description: "The key's level: customer, domain, application or subscriber.", schema: { type: "string" }, example: "domain" },
@@ -197,7 +254,8 @@ export function openApiDocument(routes: Route[], version: string): object {
           "X-Request-Id": ref("XRequestId", "headers"),
           ...(status === 401 && { "WWW-Authenticate": ref("WWW-Authenticate", "headers") }),
           ...(status === 405 && { Allow: ref("Allow", "headers") }),
-          ...(status === 429 && { "Retry-After": ref("Retry-After", "headers") }),
+          // Credits that never refill have no time to retry after.
+          ...(status === 429 && code !== "usage_exceeded" && { "Retry-After": ref("Retry-After", "headers") }),
         };
         const example = { status, error: code, message: ERROR_TEXT[code as ErrorCode] };
         return [name, { description: ERROR_TEXT[code as ErrorCode], headers, content: { "application/json": { schema: ref("Error"), example } } }];

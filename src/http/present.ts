@@ -37,9 +37,14 @@ export function keyJson(key: Key): Record<string, unknown> {
 }
 
 /** The caller's own key: it came with authentication, and its keyId is the token the caller presented. */
-export function callerKeyJson({ key, token }: Principal): Record<string, unknown> {
+export function callerKeyJson(principal: Principal): Record<string, unknown> {
+  return keyJson(callerKey(principal));
+}
+
+/** The caller's own key as a Key: its keyId is the token the caller presented. */
+export function callerKey({ key, token }: Principal): Key {
   const { sealed: _sealed, hash: _hash, ...shown } = key;
-  return keyJson({ ...shown, keyId: token });
+  return { ...shown, keyId: token };
 }
 
 /** A key as POST /verify shows it: the full shape without its keyId (the caller has it), and its level. */

@@ -21,6 +21,8 @@ export interface Route<B = unknown, Q = unknown> {
   tag: string;
   auth: "key" | "admin" | "none";
   body?: z.ZodType<B>;
+  /** The body must be sent, even where an empty one would pass its schema (a policy: `{}` is one). */
+  bodyRequired?: boolean;
   query?: z.ZodType<Q>;
   ok: { status: number; description: string; schema?: z.ZodType; headers?: string[] };
   /** What else this operation can answer, beyond what every operation can (see openapi.ts). */
@@ -50,6 +52,7 @@ export function mount(router: Router, routes: Route[], authenticators: Record<"k
     router[r.method](r.path, async (req: Request, res: Response, next: NextFunction) => {
       try {
         if (r.auth !== "none") await authenticators[r.auth](req);
+        if (r.bodyRequired && req.body === undefined) throw badRequest("This request needs a JSON body.");
         const body = parse(r.body, r.body && req.body === undefined ? {} : req.body, "request body");
         const query = parse(r.query, req.query, "query");
         await r.handle(req, res, { body, query });

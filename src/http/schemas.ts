@@ -6,6 +6,8 @@ import { KEY_TYPES } from "../domain/model.ts";
 import { LEVELS } from "../domain/scope.ts";
 import { codePoints, TEXT, TEXT_RULE } from "../domain/text.ts";
 import { VERDICT_CODES } from "../services/verify.ts";
+import { COST, CREDITS_REMAINING } from "../domain/policy/policy.ts";
+import { parseAddress } from "../domain/policy/cidr.ts";
 import { policyObject } from "./policy-schema.ts";
 
 // Request schemas: they validate requests and, through /openapi.json, describe them, so a rule the
@@ -39,9 +41,13 @@ const NOT_BOTH = { error: "give expiresAt or expiresIn, not both", path: ["expir
 /** The same rule, as the document states it (the two properties named again so that linters see them defined). */
 const NOT_BOTH_SCHEMA = { not: { properties: { expiresAt: {}, expiresIn: {} }, required: ["expiresAt", "expiresIn"] } };
 
+/** A key's own policy in a request: replaced whole; null for none. */
+const keyPolicy = policyObject.nullable().optional();
+
 export const provisionBody = z.object({
   name: keyName.describe("Name of the key; unique among the live keys of its scope."),
   active: z.boolean().optional().describe("Whether the key may be used; default true."),
+  policy: keyPolicy.describe("The new key's own policy. A key that exists already (returned instead) keeps its own."),
   ...expiry,
 }).refine(notBoth, NOT_BOTH).meta(NOT_BOTH_SCHEMA);
 
@@ -49,6 +55,7 @@ export const updateBody = z.object({
   name: keyName.optional(),
   active: z.boolean().optional(),
   expiresAt: rfc3339.nullable().optional().describe(`A future RFC 3339 time; null removes the expiry. ${FUTURE}`),
+  policy: keyPolicy.describe("The key's own policy, replaced whole; null removes it. A key may not change its own (403)."),
 });
 
 export const rotateBody = z.object({
@@ -120,6 +127,19 @@ export const userBody = z.object({
 });
 export const invokeBody = z.unknown();
 
+/** A policy, or null to remove it: the body of PUT .../policy. */
+export const policyBody = policyObject.nullable();
+
+const balance = z.number({ error: "must be a number" }).int("must be a whole number");
+/** Set a balance, or add to it: exactly one of the two. */
+export const creditsBody = z.strictObject({
+  remaining: balance.min(CREDITS_REMAINING.min, `must be at least ${CREDITS_REMAINING.min}`).max(CREDITS_REMAINING.max, `must be at most ${CREDITS_REMAINING.max}`).optional()
+    .describe("Sets the balance to this."),
+  add: balance.min(-CREDITS_REMAINING.max, `must be at least ${-CREDITS_REMAINING.max}`).max(CREDITS_REMAINING.max, `must be at most ${CREDITS_REMAINING.max}`).optional()
+    .describe(`Adds this to the balance (negative takes), in one step however many do it at once; the balance stays within 0 and ${CREDITS_REMAINING.max}.`),
+}).refine((b) => (b.remaining === undefined) !== (b.add === undefined), "give remaining or add, one of the two")
+  .meta({ oneOf: [{ properties: { remaining: {} }, required: ["remaining"] }, { properties: { add: {} }, required: ["add"] }] });
+
 // Response schemas, for /openapi.json (and tests that hold answers to them).
 const timestamp = z.iso.datetime();
 const entity = { id: z.number().int(), uuid: z.uuid(), active: z.boolean(), createdAt: timestamp, modifiedAt: timestamp };
@@ -185,11 +205,20 @@ export const eventObject = z.object({
   requestId: z.string().nullable(),
 }).strict();
 
+export const creditsObject = z.object({
+  remaining: z.number().int().describe("The live balance: short of the truth by what processes hold unused, for a second at most."),
+  nextRefillAt: timestamp.nullable().describe("When the balance is next set to the refill's amount; null without a refill."),
+}).strict();
+
 export const userWithKeyObject = userObject.extend({ key: keyObject });
 export const errorObject = z.object({ status: z.number().int(), error: z.string(), message: z.string() });
 export const healthObject = z.object({ status: z.literal("ok") });
 /** The OpenAPI document itself: an object, described by the OpenAPI specification, not here. */
 export const openApiObject = z.object({ openapi: z.string(), info: z.object({ title: z.string(), version: z.string() }).loose() }).loose();
+
+/** How long POST /verify's `ip` and `referrer` may be. */
+export const VERIFY_IP_MAX = 64;
+export const VERIFY_REFERRER_MAX = 4096;
 
 export const verifyBody = z.object({
   key: text(256).describe("The token to verify."),
@@ -197,9 +226,29 @@ export const verifyBody = z.object({
     .describe("The platform path the token is used on; without it, no path is checked."),
   method: z.string().regex(/^[A-Za-z]{1,16}$/, "method must be an HTTP method").transform((m) => m.toUpperCase()).optional()
     .describe("The method used on the path; default GET."),
+  ip: z.string().max(VERIFY_IP_MAX).refine((ip) => parseAddress(ip) !== undefined, "ip must be an IPv4 or IPv6 address").optional()
+    .describe("The original client's address, judged against a key policy's `ips`; a key restricted by `ips` is refused without it."),
+  referrer: text(VERIFY_REFERRER_MAX).optional()
+    .describe("The original request's Referer, judged against a key policy's `referrers`; a key restricted by `referrers` is refused without it."),
+  cost: z.number().int().min(COST.min).max(COST.max).optional()
+    .describe(`What the request costs the key's rate limits and credits (${COST.min} to ${COST.max}, default ${COST.default}). A cost of 0 is refused where 1 would be (a full window, an empty balance) and charges nothing.`),
 });
+
+const rateLimitReport = z.object({
+  name: z.string(),
+  scope: z.enum(["key", ...LEVELS]).describe("Whose limit: the key's own, or an entity's it lies in (shared by all its keys)."),
+  limit: z.number().int(),
+  remaining: z.number().int().describe("What the window has left, after this request's cost when it was admitted."),
+  reset: z.number().int().min(1).describe("Whole seconds until the window ends."),
+  exceeded: z.boolean().describe("This limit is one that refused the request."),
+});
+
 export const verdictObject = z.object({
   valid: z.boolean(),
   code: z.enum(VERDICT_CODES),
+  reason: z.enum(["ip", "referrer", "method", "path"]).optional().describe("RESTRICTED only: which restriction of the key's policies refused the request."),
   key: keyObject.omit({ keyId: true }).extend({ level: z.enum(LEVELS) }).optional(),
+  ratelimits: z.array(rateLimitReport).optional().describe("For a key with rate limits: those that counted the request."),
+  credits: z.object({ remaining: z.number().int().describe("The nearest balance to the key, after the charge.") }).optional()
+    .describe("For a key with credits."),
 });

@@ -9,6 +9,7 @@ import { keyInsertUnlessExists, keyRecordExpiries } from "../store/keys.ts";
 import { changesBetween, type Author } from "../domain/key-event.ts";
 import { domainScope, customerScope } from "../domain/scope.ts";
 import type { Context } from "./context.ts";
+import { entitiesShown } from "./credits.ts";
 import { mintToken, withToken } from "./keys.ts";
 import type { Key } from "../domain/model.ts";
 
@@ -111,6 +112,14 @@ export async function createUser(ctx: Context, customer: Customer, email: string
 }
 
 export type EntityTableName = keyof typeof TABLES;
+
+const LEVEL_OF = { customers: "customer", domains: "domain", applications: "application", subscribers: "subscriber" } as const;
+
+/** Entities as the API shows them: their policies' credits at the live balance (users have no policy). */
+export async function shown<T>(ctx: Context, table: EntityTableName, entities: T[]): Promise<T[]> {
+  if (table === "users") return entities;
+  return entitiesShown(ctx.db, LEVEL_OF[table], entities as (Customer | Domain | Application | Subscriber)[], ctx.clock()) as Promise<T[]>;
+}
 
 /**
  * Deletes an entity with everything below it; its keys stop working at once, on every process. Each

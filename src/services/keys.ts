@@ -1,16 +1,20 @@
-import { conflict, notFound, UniqueViolation } from "../domain/errors.ts";
+import { conflict, forbidden, notFound, UniqueViolation } from "../domain/errors.ts";
 import { expiryOf, requireFuture } from "../domain/expiry.ts";
 import { parseId } from "../domain/identifier.ts";
-import { changesBetween, type Author } from "../domain/key-event.ts";
+import { changesBetween, type Author, type Changes } from "../domain/key-event.ts";
 import { isExpired } from "../domain/key-state.ts";
 import { keyTypeFor, type Key, type StoredKey } from "../domain/model.ts";
+import type { Policy } from "../domain/policy/policy.ts";
 import { mayManage, scopeOf, type Scope } from "../domain/scope.ts";
 import { isTokenFormat, newToken, tokenHash } from "../domain/token.ts";
 import {
   holderOf, keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyListByScope, keyLockById,
   keyRecordExpiries, keyUpdate, type Entities, type KeyFilter, type KeyInsert, type KeyUpdate,
 } from "../store/keys.ts";
+import { orderedPolicy, policyHolder } from "../store/policies.ts";
 import type { Context } from "./context.ts";
+import { keysShown } from "./credits.ts";
+import { policyChanges, resetBalance } from "./policy-changes.ts";
 
 // Use cases of keys. `target` is always the scope the caller is working in (already authorized):
 // a key outside it is treated exactly like a key that does not exist, and so is an expired one.
@@ -51,6 +55,8 @@ export interface ProvisionRequest extends ExpiryRequest {
   name: string;
   active?: boolean | undefined;
   managedBy?: string | null;
+  /** The new key's own policy (docs/api.md, "Key policy"); a key that exists already keeps its own. */
+  policy?: Policy | null | undefined;
 }
 
 /**
@@ -65,18 +71,19 @@ export async function provisionKey(ctx: Context, scope: Scope, req: ProvisionReq
   const expiresAt = expiryOf(req, now);
   requireFuture(expiresAt, now);
   const active = req.active ?? true;
-  const changes = changesBetween(undefined, { name: req.name, active, expiresAt, replacedBy: null });
+  const policy = req.policy ? orderedPolicy(req.policy) : null;
+  const changes: Changes = { ...changesBetween(undefined, { name: req.name, active, expiresAt, replacedBy: null }), ...policyChanges(null, policy) };
   for (let attempt = 0; attempt < 3; attempt++) {
     const { token, ...minted } = mintToken(ctx);
     const inserted = await ctx.keyInserts.insert({
-      ...minted, name: req.name, active, type: keyTypeFor(scope), scope, userId: null, managedBy: req.managedBy ?? null, expiresAt, author: by, changes, now,
+      ...minted, name: req.name, active, type: keyTypeFor(scope), scope, userId: null, managedBy: req.managedBy ?? null, expiresAt, policy, author: by, changes, now,
     });
     if (inserted) {
       ctx.metrics?.keyEvents("created");
-      return { key: withToken(inserted, token), created: true };
+      return { key: await keyShown(ctx, withToken(inserted, token)), created: true };
     }
     const holder = await keyFindByIdentity(ctx.db, scope, req.name, now);
-    if (holder) return { key: unseal(ctx, holder), created: false };
+    if (holder) return { key: await keyShown(ctx, unseal(ctx, holder)), created: false };
     // No live key holds the name, so an expired one does, or the holder went between the two statements.
     await keyRecordExpiries(ctx.db, holderOf(scope, req.name), now);
   }
@@ -99,7 +106,17 @@ export const keyNotFound = () => notFound("No such key.");
 export async function getKey(ctx: Context, target: Scope, ref: string): Promise<Key> {
   const stored = await findKey(ctx, target, ref);
   if (!stored) throw keyNotFound();
-  return unseal(ctx, stored);
+  return keyShown(ctx, unseal(ctx, stored));
+}
+
+/** A key as every answer shows it: its policies' credits at their live balances (services/credits.ts). */
+export async function keyShown(ctx: Context, key: Key): Promise<Key> {
+  return (await keysShown(ctx.db, [key], ctx.clock()))[0]!;
+}
+
+/** A key may not change its own policy or credits: they are set from above it (docs/api.md, "Key policy"). */
+export function refuseSelf(by: Author, keyId: number, what: string): void {
+  if (by.actor.type === "key" && by.actor.id === keyId) throw forbidden(`A key may not change its own ${what}.`);
 }
 
 /** A change to a key through PUT (or the operator): each field left out stays as it is; expiresAt null removes the expiry. */
@@ -107,6 +124,8 @@ export interface KeyPatch {
   name?: string | undefined;
   active?: boolean | undefined;
   expiresAt?: Date | null | undefined;
+  /** The key's own policy, replaced whole; null removes it. */
+  policy?: Policy | null | undefined;
 }
 
 /** The key's fields once `patch` is applied: activeAt moves when the key goes from inactive to active. */
@@ -117,6 +136,7 @@ function patched(before: StoredKey, patch: KeyPatch, now: Date): KeyUpdate {
     active,
     activeAt: active && !before.active ? now : before.activeAt,
     expiresAt: patch.expiresAt === undefined ? before.expiresAt : patch.expiresAt,
+    policy: patch.policy === undefined ? before.policy : patch.policy && orderedPolicy(patch.policy),
   };
 }
 
@@ -125,12 +145,15 @@ export async function updateKey(ctx: Context, target: Scope, ref: string, patch:
   if (patch.expiresAt) requireFuture(patch.expiresAt, now);
   const found = await findKey(ctx, target, ref);
   if (!found) throw keyNotFound();
+  if (patch.policy !== undefined) refuseSelf(by, found.id, "policy");
   try {
     const updated = await ctx.db.transaction(async (tx) => {
       const before = await keyLockById(tx, found.id, now);
       if (!before) throw keyNotFound();
       const after = patched(before, patch, now);
-      const changes = changesBetween(before, { ...after, replacedBy: before.replacedBy });
+      const changes: Changes = { ...changesBetween(before, { ...after, replacedBy: before.replacedBy }), ...policyChanges(before.policy, after.policy ?? null) };
+      // A policy given is a policy set: its credits' balance starts again from their `remaining`.
+      if (patch.policy !== undefined) Object.assign(changes, await resetBalance(tx, policyHolder("key", before.id), before.policy, after.policy ?? null, now));
       if (Object.keys(changes).length === 0) return false;
       // A name still held by an expired key is free: record that expiry first, or the index refuses the name.
       if (changes.name) await keyRecordExpiries(tx, holderOf(scopeOf(before), after.name), now);
@@ -183,7 +206,7 @@ export async function* listKeys(ctx: Context, scope: Scope, req: ListRequest): A
     remaining -= keys.length;
     const more = full && remaining > 0;
     if (more) next = read(keys[keys.length - 1]!.id);
-    for (const stored of keys) yield unseal(ctx, stored);
+    for (const key of await keysShown(ctx.db, keys.map((stored) => unseal(ctx, stored)), now)) yield key;
     if (!more) return;
   }
 }

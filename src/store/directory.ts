@@ -143,3 +143,24 @@ export const subscriberInsert = (q: Queryable, parent: Domain, msisdn: string, n
 
 export const userInsert = (q: Queryable, tenantId: number, domainId: number | null, email: string, now: Date) =>
   insertOne(q, users, { tenant_id: tenantId, domain_id: domainId, email }, now);
+
+/** The tables of the entities that carry a policy (users do not). */
+export type PolicedTable = EntityTable<Customer | Domain | Application | Subscriber>;
+
+/** Locks a live entity for the rest of the transaction, and reads it: what a change of its policy or balance reads first. */
+export async function entityLock<T>(tx: Queryable, t: EntityTable<T>, id: number): Promise<T | undefined> {
+  const x = t.alias;
+  const rows = await tx.query(`SELECT ${columns(t.kind, x)} FROM ${t.table} ${x} WHERE ${x}.id = $1 AND ${x}.deleted_at IS NULL FOR UPDATE`, [id]);
+  return rows[0] ? t.from(rows[0]) : undefined;
+}
+
+/** Sets the policy of an entity locked by entityLock (null removes it); its keys' caches hear of it on keyplane_directory. */
+export async function entityPolicyUpdate<T>(tx: Queryable, t: EntityTable<T>, id: number, policy: string | null, now: Date): Promise<T> {
+  const x = t.alias;
+  const rows = await tx.query(
+    `WITH ${x} AS (UPDATE ${t.table} SET policy = $2::jsonb, modified_at = $3 WHERE id = $1 RETURNING *)
+     SELECT ${columns(t.kind, x)} FROM ${x}`,
+    [id, policy, now],
+  );
+  return t.from(rows[0]!);
+}

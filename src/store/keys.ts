@@ -1,8 +1,10 @@
 import type { Author, Changes } from "../domain/key-event.ts";
 import type { KeyType, StoredKey } from "../domain/model.ts";
+import type { Policy } from "../domain/policy/policy.ts";
 import type { Scope } from "../domain/scope.ts";
 import type { Queryable, Row } from "./database.ts";
 import { eventParams, recordEvents } from "./key-events.ts";
+import { CREDITS_CHANNEL, policyParam } from "./policies.ts";
 import { addEntities, ENTITIES_SELECT, KEY_COLUMNS, KEY_SELECT, keySelect, listedKeyFrom, storedKeyFrom, type Entities } from "./rows.ts";
 import { insideScope } from "./scope-sql.ts";
 
@@ -32,6 +34,8 @@ export interface KeyInsert {
   userId: number | null;
   managedBy: string | null;
   expiresAt: Date | null;
+  /** The key's own policy (none when left out); with credits, its balance starts at their `remaining`. */
+  policy?: Policy | null | undefined;
 }
 
 /** A key to insert, with what its `created` event records. */
@@ -47,19 +51,24 @@ export interface NewKey extends KeyInsert {
 const INSERT_UNLESS_EXISTS = `
   WITH input AS (
     SELECT decode(hash, 'hex') AS hash, decode(sealed, 'hex') AS sealed, name, active, type, tenant_id, domain_id,
-           application_id, subscriber_id, user_id, managed_by, now, expires_at, actor, changes, request_id
+           application_id, subscriber_id, user_id, managed_by, now, expires_at, actor, changes, request_id, policy::jsonb
       FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::integer[], $7::integer[], $8::integer[],
-                  $9::integer[], $10::integer[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[], $16::text[])
+                  $9::integer[], $10::integer[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[], $16::text[],
+                  $17::text[])
         AS v(hash, sealed, name, active, type, tenant_id, domain_id, application_id, subscriber_id, user_id, managed_by, now,
-             expires_at, actor, changes, request_id)),
+             expires_at, actor, changes, request_id, policy)),
   inserted AS (
     INSERT INTO api_keys (token_hash, token_sealed, name, active, type, tenant_id, domain_id, application_id,
-                          subscriber_id, user_id, managed_by, created_at, modified_at, active_at, expires_at)
+                          subscriber_id, user_id, managed_by, created_at, modified_at, active_at, expires_at, policy)
     SELECT hash, sealed, name, active, type, tenant_id, domain_id, application_id, subscriber_id, user_id, managed_by,
-           now, now, CASE WHEN active THEN now END, expires_at
+           now, now, CASE WHEN active THEN now END, expires_at, policy
       FROM input
     ON CONFLICT DO NOTHING
     RETURNING *),
+  -- A new key's balance: no process can hold leases of a holder that did not exist, so nothing is announced.
+  balances AS (
+    INSERT INTO policy_balances (holder, remaining, refilled_at, generation)
+    SELECT 'key:' || i.id, (i.policy->'credits'->>'remaining')::bigint, i.created_at, 1 FROM inserted i WHERE i.policy ? 'credits'),
   created AS (${recordEvents("(SELECT i.*, v.now AS event_at, v.actor, v.changes, v.request_id FROM inserted i JOIN input v ON v.hash = i.token_hash)", "created", { at: "s.event_at", actor: "s.actor", changes: "s.changes", requestId: "s.request_id" })})
   ${keySelect("inserted")}`;
 
@@ -75,7 +84,7 @@ export async function keyInsertUnlessExists(q: Queryable, keys: readonly NewKey[
     column((k) => k.type), column((k) => k.scope.tenantId), column((k) => k.scope.domainId), column((k) => k.scope.applicationId),
     column((k) => k.scope.subscriberId), column((k) => k.userId), column((k) => k.managedBy), column((k) => k.now),
     column((k) => k.expiresAt), column((k) => JSON.stringify(k.author.actor)), column((k) => JSON.stringify(k.changes)),
-    column((k) => k.author.requestId),
+    column((k) => k.author.requestId), column((k) => policyParam(k.policy ?? null)),
   ]);
   const inserted = new Map(rows.map((row) => [(row.token_hash as Buffer).toString("hex"), storedKeyFrom(row)]));
   return keys.map((k) => inserted.get(k.hash.toString("hex")));
@@ -170,16 +179,28 @@ export interface KeyUpdate {
   active: boolean;
   activeAt: Date | null;
   expiresAt: Date | null;
+  /** The key's own policy; left out, it stays as it is. */
+  policy?: Policy | null | undefined;
 }
 
 /** Writes an update to a key locked by keyLockById, with its `updated` event. */
 export async function keyUpdate(tx: Queryable, id: number, u: KeyUpdate, author: Author, changes: Changes, now: Date): Promise<void> {
   await tx.query(
     `WITH changed AS (
-       UPDATE api_keys SET name = $2, active = $3, active_at = $4, expires_at = $5, modified_at = $6 WHERE id = $1 RETURNING *),
+       UPDATE api_keys SET name = $2, active = $3, active_at = $4, expires_at = $5, modified_at = $6,
+              policy = CASE WHEN $11 THEN $10::jsonb ELSE policy END
+        WHERE id = $1 RETURNING *),
      recorded AS (${recordEvents("changed", "updated", { at: "$6::timestamptz", actor: "$7", changes: "$8", requestId: "$9" })})
      SELECT count(*) FROM changed`,
-    [id, u.name, u.active, u.activeAt, u.expiresAt, now, ...eventParams(author, changes)],
+    [id, u.name, u.active, u.activeAt, u.expiresAt, now, ...eventParams(author, changes), policyParam(u.policy ?? null), u.policy !== undefined],
+  );
+}
+
+/** Records an `updated` event of a key whose state outside api_keys changed (its balance), in the change's transaction. */
+export async function keyRecordUpdate(tx: Queryable, id: number, author: Author, changes: Changes, now: Date): Promise<void> {
+  await tx.query(
+    recordEvents("(SELECT * FROM api_keys WHERE id = $1)", "updated", { at: "$2::timestamptz", actor: "$3", changes: "$4", requestId: "$5" }),
+    [id, now, ...eventParams(author, changes)],
   );
 }
 
@@ -199,7 +220,8 @@ export async function keyDelete(q: Queryable, id: number, author: Author, now: D
  * Rotates a key locked by keyLockById: the successor (a new token; the same name, scope, type, user,
  * manager and active) takes the name, and the old key gets `replaced_by` and `expiresAt`. One
  * statement: the successor's id is drawn first, so the old key leaves the name before it is taken,
- * and the foreign key is checked at the statement's end. Records `rotated` and `created`.
+ * and the foreign key is checked at the statement's end. Records `rotated` and `created`. The
+ * successor takes the key's policy and its balance (balanceMove).
  */
 export async function keyRotate(
   tx: Queryable,
@@ -216,10 +238,10 @@ export async function keyRotate(
        UPDATE api_keys k SET replaced_by = successor.id, expires_at = $2, modified_at = $3 FROM successor WHERE k.id = $1 RETURNING k.*),
      inserted AS (
        INSERT INTO api_keys (id, token_hash, token_sealed, name, active, type, tenant_id, domain_id, application_id, subscriber_id,
-                             user_id, managed_by, created_at, modified_at, active_at, expires_at)
+                             user_id, managed_by, created_at, modified_at, active_at, expires_at, policy)
        OVERRIDING SYSTEM VALUE
        SELECT old.replaced_by, $4, $5, old.name, old.active, old.type, old.tenant_id, old.domain_id, old.application_id,
-              old.subscriber_id, old.user_id, old.managed_by, $3, $3, CASE WHEN old.active THEN $3::timestamptz END, $6
+              old.subscriber_id, old.user_id, old.managed_by, $3, $3, CASE WHEN old.active THEN $3::timestamptz END, $6, old.policy
          FROM old
        RETURNING *),
      rotated AS (${recordEvents("old", "rotated", {
@@ -229,7 +251,24 @@ export async function keyRotate(
      ${keySelect("inserted")}`,
     [old.id, old.expiresAt, now, successor.hash, successor.sealed, successor.expiresAt, actor, rotatedChanges, requestId, JSON.stringify(changes.created)],
   );
-  return storedKeyFrom(rows[0]!);
+  const successorKey = storedKeyFrom(rows[0]!);
+  await balanceMove(tx, old.id, successorKey.id);
+  return successorKey;
+}
+
+/**
+ * A rotated key's balance goes to its successor, and the old key keeps none: credits must not be
+ * doubled by rotating (a key may rotate itself). Units processes hold of the old balance are void
+ * (its generation moves on), so what both keys can spend never adds up to more than the balance was.
+ */
+async function balanceMove(tx: Queryable, oldId: number, newId: number): Promise<void> {
+  await tx.query(
+    `WITH was AS (SELECT remaining, refilled_at FROM policy_balances WHERE holder = $1 FOR UPDATE),
+     emptied AS (UPDATE policy_balances b SET remaining = 0, generation = b.generation + 1 FROM was WHERE b.holder = $1 RETURNING b.holder),
+     moved AS (INSERT INTO policy_balances (holder, remaining, refilled_at, generation) SELECT $2, remaining, refilled_at, 1 FROM was)
+     SELECT pg_notify('${CREDITS_CHANNEL}', holder) FROM emptied`,
+    [`key:${oldId}`, `key:${newId}`],
+  );
 }
 
 /**

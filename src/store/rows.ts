@@ -1,6 +1,6 @@
 import type { Application, Customer, Domain, KeyType, StoredKey, Subscriber, User, HttpMethod } from "../domain/model.ts";
-import type { Policy } from "../domain/policy/policy.ts";
 import type { Row } from "./database.ts";
+import { policyFromColumn } from "./policies.ts";
 
 // Each entity is selected under an alias prefix ("c_id", "c_name"...), so one mapper serves the
 // directory's own queries and the joins that embed the entity in a key.
@@ -31,7 +31,7 @@ const state = (row: Row, a: string) => ({
   modifiedAt: date(row, `${a}_modified_at`),
 });
 /** The state of an entity that carries a policy (users do not). */
-const policed = (row: Row, a: string) => ({ ...state(row, a), policy: (row[`${a}_policy`] ?? null) as Policy | null });
+const policed = (row: Row, a: string) => ({ ...state(row, a), policy: policyFromColumn(row[`${a}_policy`]) });
 
 export const customerFrom = (row: Row, a = "c"): Customer => ({ ...ids(row, a), name: row[`${a}_name`] as string, ...policed(row, a) });
 
@@ -166,7 +166,7 @@ function keyFrom(row: Row, e: Embedded): StoredKey {
     expiresAt: (row.expires_at ?? null) as Date | null,
     lastUsedAt: (row.last_used_at ?? null) as Date | null,
     replacedBy: numOrNull(row, "replaced_by"),
-    policy: (row.policy ?? null) as Policy | null,
+    policy: policyFromColumn(row.policy),
     tenant: e.tenant,
     domain: e.domain,
     application: e.application,
