@@ -41,13 +41,17 @@ const NOT_BOTH = { error: "give expiresAt or expiresIn, not both", path: ["expir
 /** The same rule, as the document states it (the two properties named again so that linters see them defined). */
 const NOT_BOTH_SCHEMA = { not: { properties: { expiresAt: {}, expiresIn: {} }, required: ["expiresAt", "expiresIn"] } };
 
+/** What the Policy component cannot state, as the fields that take one say it. */
+const POLICY_RULES = "A policy is 400 also for an address or CIDR that is none, a malformed referrer or path pattern, or two rate " +
+  "limits of one name (the message names the field): rules of docs/api.md, \"Key policy\", which this schema cannot state.";
+
 /** A key's own policy in a request: replaced whole; null for none. */
 const keyPolicy = policyObject.nullable().optional();
 
 export const provisionBody = z.object({
   name: keyName.describe("Name of the key; unique among the live keys of its scope."),
   active: z.boolean().optional().describe("Whether the key may be used; default true."),
-  policy: keyPolicy.describe("The new key's own policy. A key that exists already (returned instead) keeps its own."),
+  policy: keyPolicy.describe(`The new key's own policy. A key that exists already (returned instead) keeps its own. ${POLICY_RULES}`),
   ...expiry,
 }).refine(notBoth, NOT_BOTH).meta(NOT_BOTH_SCHEMA);
 
@@ -55,7 +59,7 @@ export const updateBody = z.object({
   name: keyName.optional(),
   active: z.boolean().optional(),
   expiresAt: rfc3339.nullable().optional().describe(`A future RFC 3339 time; null removes the expiry. ${FUTURE}`),
-  policy: keyPolicy.describe("The key's own policy, replaced whole; null removes it. A key may not change its own (403)."),
+  policy: keyPolicy.describe(`The key's own policy, replaced whole; null removes it. A key may not change its own (403). ${POLICY_RULES}`),
 });
 
 export const rotateBody = z.object({
