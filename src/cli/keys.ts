@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { apiClient, CliError } from "./keys-api.ts";
+import { creditsCommand, policyCommand, readInput, type ReadInput } from "./keys-policy.ts";
 import { table } from "./table.ts";
 
 // `keyplane keys ...`: the everyday key tasks against a running server (docs/operations.md, "The
@@ -15,6 +16,8 @@ commands:
   rotate KEY [--grace SECONDS] [--expires-in SECONDS | --expires-at TIME]
   delete KEY
   events [KEY] [--action ACTION] [--limit N] [--before EVENT-ID]
+  policy KEY [--set FILE|- | --clear]      the key's own policy; --set reads JSON from FILE or stdin
+  credits KEY [--set N | --add N]          the key's own balance; --add=-N takes N
 
 KEY is a key's numeric id or its keyId. BASE is a key path of the API, such as
 /customers/acme/domains/sip.acme.example/keys (default /keys: the caller's own scope).
@@ -33,6 +36,9 @@ const OPTIONS = {
   action: { type: "string" },
   limit: { type: "string" },
   before: { type: "string" },
+  set: { type: "string" },
+  add: { type: "string" },
+  clear: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -44,7 +50,9 @@ export interface KeysEnvironment {
 }
 
 /** Runs one `keyplane keys` command; what it prints goes to `out`. Throws CliError for the one-line error. */
-export async function keysCommand(argv: string[], env: KeysEnvironment, out: (text: string) => void, fetchImpl?: typeof fetch): Promise<void> {
+export async function keysCommand(
+  argv: string[], env: KeysEnvironment, out: (text: string) => void, fetchImpl?: typeof fetch, read: ReadInput = readInput,
+): Promise<void> {
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -98,6 +106,10 @@ export async function keysCommand(argv: string[], env: KeysEnvironment, out: (te
       const events = (await api.request("GET", path + eventsQuery(o))) as KeyEvent[];
       return show(events, () => eventTable(events));
     }
+    case "policy":
+      return policyCommand(api, keyRef(arg), o, show, read);
+    case "credits":
+      return creditsCommand(api, keyRef(arg), o, show);
     default:
       throw new CliError(`unknown command "keys ${command}"\n\n${KEYS_USAGE}`);
   }
