@@ -13,6 +13,7 @@ import { keysRoutes } from "./keys-routes.ts";
 import { verifyRoutes } from "./verify-routes.ts";
 import { authRoutes, type AuthHandler } from "./auth-routes.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
+import { consoleRoutes } from "../console/console-routes.ts";
 import { openApiDocument } from "./openapi.ts";
 import { logWhenAnswered, REQUEST_ID, requestId } from "./request-log.ts";
 import { mount, type Route } from "./route.ts";
@@ -61,6 +62,7 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
       if (!isAdminToken(req.headers.authorization, options.adminToken)) throw unauthorized("The admin token is required.");
     },
   });
+  app.use(consoleRoutes());
   app.use(router);
   // The path is not repeated: it may hold a token, and the client has it already.
   app.use((req: Request, res: Response) => sendError(res, "not_found", `No route matches ${req.method} on this path.`));
