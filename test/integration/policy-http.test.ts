@@ -1,6 +1,7 @@
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { customerObject, domainObject, keyObject } from "../../src/http/schemas.ts";
+import { CREDITS_CHANNEL } from "../../src/store/policies.ts";
 import { fakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";
@@ -309,6 +310,25 @@ describe.each(backends())("key policy over HTTP on %s", (backend) => {
       expect((await ok<Key[]>(root.get(`/domains/${d()}/keys`)))[0]!.domain).toMatchObject({ policy: credits(850) });
       await ok(svc.admin.put("/admin/customers/acme/credits", { remaining: 1 }), 404);
       await ok(putNull(`/admin/customers/acme/domains/${d()}/policy`));
+    });
+
+    it("announce every change of a balance on keyplane_credits, with its holder", async () => {
+      const heard: string[] = [];
+      const stop = await svc.database.db.listen({ [CREDITS_CHANNEL]: (holder) => heard.push(holder) });
+      try {
+        const key = await ok(root.post("/keys", { name: "announced", policy: credits(5) }));
+        await ok(root.put(`/keys/${key.id}/credits`, { add: 1 }));
+        await ok(root.put(`/keys/${key.id}/credits`, { remaining: 3 }));
+        await ok(root.put(`/keys/${key.id}`, { policy: null }));
+        await ok(svc.admin.put(`/admin/customers/acme/domains/${d()}/policy`, credits(9)));
+        await ok(root.put(`/domains/${d()}/credits`, { add: -1 }));
+        await ok(putNull(`/admin/customers/acme/domains/${d()}/policy`));
+        const k = `key:${key.id}`;
+        const domain = `domain:${acme.domainIds[0]}`;
+        await expect.poll(() => heard).toEqual([k, k, k, domain, domain, domain]);
+      } finally {
+        await stop();
+      }
     });
 
     it("added to by 50 at once come to the exact sum, and never below zero", async () => {
