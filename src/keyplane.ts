@@ -19,6 +19,9 @@ import { Metrics } from "./services/metrics.ts";
 import { every } from "./services/periodic.ts";
 import { Throttle, type ThrottleOptions } from "./services/throttle.ts";
 import { PathScopeCache, type PathScopeCacheOptions } from "./services/path-scope-cache.ts";
+import { PolicyChains } from "./services/policy-chain.ts";
+import { METER_SWEEP_MS, PolicyMeter, sqlCounters, type PolicyMeterOptions } from "./services/policy-meter.ts";
+import { pruneWindows, WINDOWS_PRUNE_MS } from "./services/policy-windows.ts";
 import { INVOKE_TIMEOUT_MS } from "./runtime/runtime.ts";
 import { VERSION } from "./version.ts";
 import type { Database } from "./store/database.ts";
@@ -53,6 +56,8 @@ export interface KeyplaneOptions {
   trustedProxies?: TrustedProxies;
   /** Keep Prometheus metrics (docs/operations.md): on when something serves them. */
   metrics?: boolean;
+  /** Leases of rate limits and credits (docs/adr/0013): how long unspent credits stay unused before they go back (1 s). */
+  meter?: PolicyMeterOptions;
 }
 
 export interface Keyplane {
@@ -63,7 +68,8 @@ export interface Keyplane {
   metrics: Metrics | undefined;
   /**
    * Stops the background work: listening for key and directory changes, the expiry sweep, and the
-   * last-use batches, after writing the last one (the database stays open: it belongs to the caller).
+   * last-use batches, after writing the last one, and gives back unspent credits (the database stays
+   * open: it belongs to the caller).
    */
   close(): Promise<void>;
 }
@@ -75,9 +81,12 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   await migrate(db, log, migrations);
   const keyCache = new KeyCache(db, options.keyCache);
   const lastUse = new LastUse(db, keyCache, log);
+  const clock = options.clock ?? (() => new Date());
+  const meter = new PolicyMeter(sqlCounters(db), clock, log, options.meter);
   const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), keyCache, keyInserts: new KeyInserts(db), lastUse,
-    throttle: new Throttle(options.throttle ?? { failuresPerMinute: 60 }), pathScopes: new PathScopeCache(options.pathScopes), clock: options.clock ?? (() => new Date()), log, migrations };
-  if (options.metrics) ctx.metrics = new Metrics({ keyCache: () => keyCache.stats(), databaseUp: () => isReady(ctx) });
+    throttle: new Throttle(options.throttle ?? { failuresPerMinute: 60 }), pathScopes: new PathScopeCache(options.pathScopes),
+    policies: new PolicyChains(db, log), meter, clock, log, migrations };
+  if (options.metrics) ctx.metrics = new Metrics({ keyCache: () => keyCache.stats(), databaseUp: () => isReady(ctx), meter: () => meter.stats() });
   const unlisten = await invalidateCachesOnChanges(ctx);
   const trustedProxies = options.trustedProxies ?? parseTrustedProxies("");
   const auth = new AuthHandler(ctx, trustedProxies);
@@ -87,6 +96,8 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   const jobs = [
     every(options.expirySweepMs ?? EXPIRY_SWEEP_MS, () => sweepExpiries(ctx), log, "expiry sweep"),
     every(options.lastUseFlushMs ?? LAST_USE_FLUSH_MS, () => lastUse.flush(), log, "last-use flush"),
+    every(METER_SWEEP_MS, () => meter.sweep(), log, "unspent credits' return"),
+    every(WINDOWS_PRUNE_MS, () => pruneWindows(ctx), log, "old rate-limit windows' pruning"),
   ];
   return {
     ctx,
@@ -95,6 +106,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
     async close() {
       await Promise.all(jobs.map((job) => job.stop()));
       await lastUse.flush();
+      await meter.close().catch((error: unknown) => log.warn({ err: error }, "could not give back unspent credits; they count as spent"));
       await unlisten();
     },
   };

@@ -12,7 +12,8 @@ import { healthRoutes } from "./health-routes.ts";
 import { keysRoutes } from "./keys-routes.ts";
 import { verifyRoutes } from "./verify-routes.ts";
 import { authRoutes, type AuthHandler } from "./auth-routes.ts";
-import { clientAddress, type TrustedProxies } from "./client-address.ts";
+import type { TrustedProxies } from "./client-address.ts";
+import { keyPathRequest } from "./key-path-request.ts";
 import { consoleRoutes } from "../console/console-routes.ts";
 import { openApiDocument } from "./openapi.ts";
 import { logWhenAnswered, REQUEST_ID, requestId } from "./request-log.ts";
@@ -56,7 +57,7 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
   const router = express.Router({ caseSensitive: true, strict: false });
   mount(router, routes, {
     key: async (req) => {
-      req.principal = await authenticate(ctx, req.headers.authorization, clientAddress(req, options.trustedProxies));
+      req.principal = await authenticate(ctx, req.headers.authorization, keyPathRequest(req, options.trustedProxies));
     },
     admin: async (req) => {
       if (!isAdminToken(req.headers.authorization, options.adminToken)) throw unauthorized("The admin token is required.");

@@ -6,7 +6,10 @@ import type { Context } from "../services/context.ts";
 import { after, runNowOrLater, type Maybe } from "../services/maybe.ts";
 import { verifyRequest, type Verdict } from "../services/verify.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
-import { answerError, BEARER_CHALLENGE, sendUnauthorized } from "./errors.ts";
+import { statusOf, type ErrorCode } from "../domain/errors.ts";
+import { restrictedMessage } from "../services/authenticate.ts";
+import type { PolicyReport } from "../services/policy-check.ts";
+import { answerError, BEARER_CHALLENGE, errorBody, sendUnauthorized } from "./errors.ts";
 import { echoRequestId, logWhenAnswered, REQUEST_ID, requestId, type Answering } from "./request-log.ts";
 import { METHODS, route, type Method, type Route } from "./route.ts";
 
@@ -65,6 +68,33 @@ const NO_TOKEN = [BEARER_CHALLENGE, "An Authorization: Bearer <API key> header i
 const FORBIDDEN = [`${BEARER_CHALLENGE}, error="insufficient_scope"`, "This key may not reach this path with this method."] as const;
 const INVALID = [`${BEARER_CHALLENGE}, error="invalid_token"`, "The key is malformed, unknown, disabled or expired."] as const;
 
+const RATE_LIMITED = "A rate limit of this key's policies is reached; try again when its window ends.";
+const USAGE_EXCEEDED = "This key's credits are used up.";
+
+/**
+ * What a gateway passes on to the client of a key with limits or credits (docs/gateways.md, "Key
+ * policy"): the IETF RateLimit fields of the limit with the least remaining (on a 200 and on a limit's
+ * 429), the nearest balance, and on a 429 Retry-After (none when the balance never refills).
+ */
+export function policyHeaders(policy: PolicyReport | undefined, limits: boolean): string[] {
+  const headers: string[] = [];
+  if (policy === undefined) return headers;
+  if (policy.retryAfter !== undefined) headers.push("Retry-After", String(policy.retryAfter));
+  if (limits && policy.tightest) {
+    const { report, windowSeconds } = policy.tightest;
+    headers.push("RateLimit-Policy", `"${report.name}";q=${report.limit};w=${windowSeconds}`, "RateLimit", `"${report.name}";r=${report.remaining};t=${report.reset}`);
+  }
+  if (policy.credits) headers.push("X-Keyplane-Credits-Remaining", String(policy.credits.remaining));
+  return headers;
+}
+
+/** A 403 or 429 with the JSON error body and its headers, in one writeHead as the other answers of /auth. */
+function sendRefusal(res: ServerResponse, code: ErrorCode, message: string, headers: string[], reqId: string): void {
+  const body = errorBody(code, message);
+  res.writeHead(statusOf(code), ["Content-Type", "application/json; charset=utf-8", "Content-Length", String(Buffer.byteLength(body)), ...headers, REQUEST_ID, reqId]);
+  res.end(body);
+}
+
 export class AuthHandler {
   readonly #ctx: Context;
   readonly #trusted: TrustedProxies;
@@ -79,24 +109,37 @@ export class AuthHandler {
   }
 
   /**
-   * Answers /auth: 200 with the identity headers, 401, 429 or 503, at once when the caches know the
-   * verdict; the request log learns the key.
+   * Answers /auth: 200 with the identity headers, 401, 403, 429 or 503, at once when the caches know
+   * the verdict and this process holds what the key's limits and credits need; the request log learns
+   * the key.
    */
   answer(req: IncomingMessage, res: ServerResponse, reqId: string, answering?: Answering): Maybe<void> {
     const token = bearerToken(req.headers.authorization);
     if (token === undefined) return sendUnauthorized(res, ...NO_TOKEN, reqId);
     const { method, path } = originalRequest(req);
-    const verdict = verifyRequest(this.#ctx, { endpoint: "auth", client: clientAddress(req, this.#trusted), token, method, path });
+    const client = clientAddress(req, this.#trusted);
+    const referrer = req.headers.referer;
+    // The client whose address a policy's `ips` judge is the one throttling counts (docs/gateways.md, "Client address").
+    const verdict = verifyRequest(this.#ctx, { endpoint: "auth", client, token, method, path, ip: client, referrer, cost: 1 });
     return after(verdict, (v) => this.#send(res, reqId, v, answering));
   }
 
   #send(res: ServerResponse, reqId: string, verdict: Verdict, answering?: Answering): void {
-    if (answering && "key" in verdict) answering.key = verdict.key.id;
-    if (verdict.code === "FORBIDDEN") return sendUnauthorized(res, ...FORBIDDEN, reqId);
-    if (verdict.code !== "VALID") return sendUnauthorized(res, ...INVALID, reqId);
+    if (!("key" in verdict)) return sendUnauthorized(res, ...INVALID, reqId);
+    if (answering) answering.key = verdict.key.id;
+    switch (verdict.code) {
+      case "FORBIDDEN":
+        return sendUnauthorized(res, ...FORBIDDEN, reqId);
+      case "RESTRICTED":
+        return sendRefusal(res, "forbidden", restrictedMessage(verdict.reason!), [], reqId);
+      case "RATE_LIMITED":
+        return sendRefusal(res, "rate_limited", RATE_LIMITED, policyHeaders(verdict.policy, true), reqId);
+      case "USAGE_EXCEEDED":
+        return sendRefusal(res, "usage_exceeded", USAGE_EXCEEDED, policyHeaders(verdict.policy, false), reqId);
+    }
     let headers = this.#identities.get(verdict.key);
     if (!headers) this.#identities.set(verdict.key, (headers = Object.entries({ ...identityHeaders(verdict.key), "Content-Length": "0" }).flat()));
-    res.writeHead(200, [...headers, REQUEST_ID, reqId]);
+    res.writeHead(200, verdict.policy === undefined ? [...headers, REQUEST_ID, reqId] : [...headers, ...policyHeaders(verdict.policy, true), REQUEST_ID, reqId]);
     res.end();
   }
 
@@ -122,7 +165,7 @@ const IDENTITY = ["X-Keyplane-Key-Id", "X-Keyplane-Key-Type", "X-Keyplane-Level"
 export function authRoutes(handler: AuthHandler): Route[] {
   const described = (method: Method, path: string, operationId: string) =>
     route({
-      method, path, operationId, tag: "verification", auth: "none", refusals: ["unauthorized", "rate_limited", "unavailable"],
+      method, path, operationId, tag: "verification", auth: "none", refusals: ["unauthorized", "forbidden", "rate_limited", "usage_exceeded", "unavailable"],
       summary: "Forward authentication for gateways (nginx auth_request, Traefik forwardAuth, Envoy ext_authz): any method, those OpenAPI cannot name too",
       ok: {
         status: 200,
@@ -131,7 +174,10 @@ export function authRoutes(handler: AuthHandler): Route[] {
           "X-Forwarded-Method and X-Forwarded-Uri, else this request's own method and its path after /auth; the query is " +
           "ignored). Empty body; the identity headers for the upstream, and, where the key has them, X-Keyplane-Domain-Id, " +
           "X-Keyplane-Domain, X-Keyplane-Application-Id, X-Keyplane-Subscriber-Id, X-Keyplane-User-Id. A 401 says " +
-          'error="invalid_token" or error="insufficient_scope" in WWW-Authenticate.',
+          'error="invalid_token" or error="insufficient_scope" in WWW-Authenticate. For a key with rate limits, the 200 ' +
+          'and a limit\'s 429 carry the IETF RateLimit fields of the limit with the least remaining (`RateLimit-Policy: "calls";q=100;w=1`, ' +
+          '`RateLimit: "calls";r=42;t=1`); for a key with credits, X-Keyplane-Credits-Remaining (after this request). A key ' +
+          "whose policy's restrictions refuse the request is 403 `forbidden`; its credits used up, 429 `usage_exceeded`.",
         headers: [...IDENTITY],
       },
       handle: (req, res) => handler.answer(req, res, req.id),

@@ -1,12 +1,13 @@
 import type { RequestListener } from "node:http";
-import { verify } from "../services/authenticate.ts";
+import { restrictedMessage, verify } from "../services/authenticate.ts";
 import type { Context } from "../services/context.ts";
 import { after, runNowOrLater } from "../services/maybe.ts";
 import type { StoredKey } from "../domain/model.ts";
 import { hasBody } from "./body.ts";
-import { answerError, BEARER_CHALLENGE, sendUnauthorized } from "./errors.ts";
+import { answerError, BEARER_CHALLENGE, sendError, sendUnauthorized } from "./errors.ts";
 import { callerKeyJson } from "./present.ts";
-import { clientAddress, type TrustedProxies } from "./client-address.ts";
+import type { TrustedProxies } from "./client-address.ts";
+import { keyPathRequest } from "./key-path-request.ts";
 import { jsonText, sendJsonText, type JsonText } from "./json-text.ts";
 import { echoRequestId, logWhenAnswered, requestId, type Answering } from "./request-log.ts";
 
@@ -27,8 +28,9 @@ export function withSelfFastPath(ctx: Context, trusted: TrustedProxies, next: Re
     logWhenAnswered(ctx, req, res, reqId, answering);
     runNowOrLater(
       () =>
-        after(verify(ctx, req.headers.authorization, clientAddress(req, trusted)), (principal) => {
+        after(verify(ctx, req.headers.authorization, keyPathRequest(req, trusted)), (principal) => {
           if ("refused" in principal) return sendUnauthorized(res, BEARER_CHALLENGE, principal.refused, reqId);
+          if ("restricted" in principal) return sendError(echoRequestId(res, reqId), "forbidden", restrictedMessage(principal.restricted));
           answering.key = principal.key.id;
           let body = bodies.get(principal.key);
           if (!body) bodies.set(principal.key, (body = jsonText(callerKeyJson(principal))));

@@ -1,5 +1,7 @@
 import type { RequestListener } from "node:http";
 import type { StoredKey } from "../domain/model.ts";
+import { parseAddress } from "../domain/policy/cidr.ts";
+import { COST } from "../domain/policy/policy.ts";
 import { isText } from "../domain/text.ts";
 import type { Context } from "../services/context.ts";
 import { after, runNowOrLater, type Maybe } from "../services/maybe.ts";
@@ -11,7 +13,7 @@ import { verifiedKeyJson } from "./present.ts";
 import { jsonText, sendJsonText, type JsonText } from "./json-text.ts";
 import { echoRequestId, logWhenAnswered, requestId, type Answering } from "./request-log.ts";
 import { parse, route, type Route } from "./route.ts";
-import { verdictObject, verifyBody } from "./schemas.ts";
+import { VERIFY_IP_MAX, VERIFY_REFERRER_MAX, verdictObject, verifyBody } from "./schemas.ts";
 
 // POST /verify: a verdict for a platform service on a token it was given (docs/api.md, "Verification").
 // The token travels in the body; the answer is 200 whatever the token, with the verdict's code.
@@ -32,7 +34,8 @@ export function verifyRoutes(ctx: Context, trusted: TrustedProxies): Route[] {
 type VerifyBody = ReturnType<typeof verifyBody.parse>;
 
 function verdictText(ctx: Context, client: string, body: VerifyBody): Maybe<JsonText> {
-  return after(verifyRequest(ctx, { endpoint: "verify", client, token: body.key, method: body.method ?? "GET", path: body.path }), verdictJson);
+  const request = { endpoint: "verify", client, token: body.key, method: body.method ?? "GET", path: body.path, ip: body.ip, referrer: body.referrer, cost: body.cost ?? COST.default } as const;
+  return after(verifyRequest(ctx, request), verdictJson);
 }
 
 // A verdict's text is worked out once per key and code: platform services ask about the same keys over
@@ -42,6 +45,7 @@ const keyVerdicts = new WeakMap<StoredKey, Partial<Record<Verdict["code"], JsonT
 const keylessVerdicts = new Map<Verdict["code"], JsonText>();
 
 function verdictJson(v: Verdict): JsonText {
+  if ("key" in v && (v.policy !== undefined || v.reason !== undefined)) return policyVerdictJson(v);
   const texts = "key" in v ? keyVerdicts.get(v.key) ?? {} : undefined;
   let json = texts ? texts[v.code] : keylessVerdicts.get(v.code);
   if (json === undefined) {
@@ -50,6 +54,23 @@ function verdictJson(v: Verdict): JsonText {
     else keylessVerdicts.set(v.code, json);
   }
   return json;
+}
+
+/** A key's part of a verdict, serialised once per key object, as above. */
+const keyTexts = new WeakMap<StoredKey, string>();
+
+/**
+ * The verdict of a key a policy binds: its figures change with every request, so only the key's part
+ * of the text is kept.
+ */
+function policyVerdictJson(v: Extract<Verdict, { key: StoredKey }>): JsonText {
+  let key = keyTexts.get(v.key);
+  if (key === undefined) keyTexts.set(v.key, (key = JSON.stringify(verifiedKeyJson(v.key, v.level))));
+  const { ratelimits, credits } = v.policy ?? {};
+  const head = JSON.stringify({ valid: v.code === "VALID", code: v.code, ...(v.reason && { reason: v.reason }) });
+  const tail = ratelimits === undefined && credits === undefined ? "" : "," + JSON.stringify({ ratelimits, credits }).slice(1, -1);
+  const text = `${head.slice(0, -1)},"key":${key}${tail}}`;
+  return { text, length: Buffer.byteLength(text) };
 }
 
 /**
@@ -104,15 +125,28 @@ const METHOD = /^[A-Za-z]{1,16}$/;
 
 /**
  * The body as verifyBody parses it, when it is of the plain form platform services send (a key, a path,
- * a method, nothing else), checked by hand: zod's parse costs a tenth of the answer. Anything else is
- * left to verifyBody, which says what is wrong with it.
+ * a method, and for keys with a policy an ip, a referrer and a cost, nothing else), checked by hand:
+ * zod's parse costs a tenth of the answer. Anything else is left to verifyBody, which says what is
+ * wrong with it.
  */
 export function plainVerifyBody(input: unknown): VerifyBody | undefined {
   if (typeof input !== "object" || input === null || Array.isArray(input)) return undefined;
-  for (const name in input) if (name !== "key" && name !== "path" && name !== "method") return undefined;
-  const { key, path, method } = input as Record<string, unknown>;
+  let plain = true;
+  for (const name in input) if (name !== "key" && name !== "path" && name !== "method") plain = false;
+  const { key, path, method, ...policy } = input as Record<string, unknown>;
   if (typeof key !== "string" || key.length > 256 || !isText(key)) return undefined;
   if (path !== undefined && (typeof path !== "string" || path.length > 4096 || !path.startsWith("/") || !isText(path))) return undefined;
   if (method !== undefined && (typeof method !== "string" || !METHOD.test(method))) return undefined;
-  return { key, path, method: method?.toUpperCase() };
+  const body: VerifyBody = { key, path, method: method?.toUpperCase() };
+  return plain ? body : withPolicyFields(body, policy);
+}
+
+/** `ip`, `referrer` and `cost` checked by hand as verifyBody checks them; undefined for anything else. */
+function withPolicyFields(body: VerifyBody, fields: Record<string, unknown>): VerifyBody | undefined {
+  for (const name in fields) if (name !== "ip" && name !== "referrer" && name !== "cost") return undefined;
+  const { ip, referrer, cost } = fields;
+  if (ip !== undefined && (typeof ip !== "string" || ip.length > VERIFY_IP_MAX || parseAddress(ip) === undefined)) return undefined;
+  if (referrer !== undefined && (typeof referrer !== "string" || referrer.length > VERIFY_REFERRER_MAX || !isText(referrer))) return undefined;
+  if (cost !== undefined && (typeof cost !== "number" || !Number.isInteger(cost) || cost < COST.min || cost > COST.max)) return undefined;
+  return { ...body, ip: ip as string | undefined, referrer: referrer as string | undefined, cost: cost as number | undefined };
 }

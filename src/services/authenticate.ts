@@ -1,11 +1,14 @@
-import { UNAUTHORIZED, unauthorized } from "../domain/errors.ts";
+import { forbidden, UNAUTHORIZED, unauthorized } from "../domain/errors.ts";
 import { keyState } from "../domain/key-state.ts";
 import type { StoredKey } from "../domain/model.ts";
+import type { RestrictionReason } from "../domain/policy/restrictions.ts";
 import { scopeOf, type Scope } from "../domain/scope.ts";
 import { isTokenFormat, tokenHashHex } from "../domain/token.ts";
 import { recordAuthentication, type AuthEndpoint, type AuthFailure } from "./auth-outcome.ts";
 import type { Context } from "./context.ts";
 import { after, type Maybe } from "./maybe.ts";
+import { factsOf, restrictionOf } from "./policy-check.ts";
+import { UNBOUND } from "./policy-chain.ts";
 import { Throttled } from "./throttle.ts";
 
 /** The caller behind a request: the key it presented. */
@@ -57,24 +60,54 @@ function failed(ctx: Context, endpoint: AuthEndpoint, client: string, failure: A
   return failure;
 }
 
+/** A request on keyplane's own key paths, as a policy's restrictions judge it (docs/api.md, "Key policy"). */
+export interface KeyPathRequest {
+  /** Who asks (http/client-address.ts): failures are counted against it, and `ips` judge it. */
+  client: string;
+  referrer: string | undefined;
+  method: string | undefined;
+  path: string | undefined;
+}
+
+/** Why a usable key may not be used from where it is: the first restriction of its policies that refuses. */
+export type Refusal = { refused: string } | { restricted: RestrictionReason };
+
 /**
- * The caller behind an Authorization header, or why there is none (the message of a 401); at once
- * when the cache knows it. Refusals are values, not exceptions: half of a flood of bad tokens would
- * otherwise go to capturing stack traces. A throttled client gets Throttled.
+ * The caller behind an Authorization header, or why there is none (the message of a 401, or the
+ * restriction of a 403); at once when the caches know it. Refusals are values, not exceptions: half of
+ * a flood of bad tokens would otherwise go to capturing stack traces. A throttled client gets Throttled.
+ * Restrictions apply here as on /verify and /auth; limits and credits count only there.
  */
-export function verify(ctx: Context, header: string | undefined, client: string): Maybe<Principal | { refused: string }> {
+export function verify(ctx: Context, header: string | undefined, request: KeyPathRequest): Maybe<Principal | Refusal> {
   const token = bearerToken(header);
   if (token === undefined) return { refused: MISSING_TOKEN };
+  const { client } = request;
   return after(usableKey(ctx, "rest", client, token), (key) => {
     if (typeof key === "string") return { refused: UNAUTHORIZED };
     recordAuthentication(ctx, "rest", client, "valid");
-    return { key, token, scope: scopeOf(key) };
+    return after(ctx.policies.chainOf(key), (chain): Principal | Refusal => {
+      if (chain !== UNBOUND) {
+        const reason = restrictionOf(chain, () => factsOf({ ip: client, referrer: request.referrer, method: request.method, path: request.path }));
+        if (reason) {
+          ctx.metrics?.policyDecision("restricted");
+          return { restricted: reason };
+        }
+      }
+      return { key, token, scope: scopeOf(key) };
+    });
   });
 }
 
-/** The caller behind an Authorization header, or a 401 error. */
-export async function authenticate(ctx: Context, header: string | undefined, client: string): Promise<Principal> {
-  const result = await verify(ctx, header, client);
+/** What a 403 of a restriction says: which part of the request the key may not be used with. */
+export function restrictedMessage(reason: RestrictionReason): string {
+  const what = { ip: "client address", referrer: "referrer", method: "method", path: "path" }[reason];
+  return `This key may not be used with this ${what} (its policy's restrictions).`;
+}
+
+/** The caller behind an Authorization header, or a 401 or 403 error. */
+export async function authenticate(ctx: Context, header: string | undefined, request: KeyPathRequest): Promise<Principal> {
+  const result = await verify(ctx, header, request);
   if ("refused" in result) throw unauthorized(result.refused);
+  if ("restricted" in result) throw forbidden(restrictedMessage(result.restricted));
   return result;
 }

@@ -1,24 +1,32 @@
 import { directoryChannel } from "../store/directory-changes.ts";
 import { keyChannel } from "../store/key-changes.ts";
+import { CREDITS_CHANNEL } from "../store/policies.ts";
 import type { Context } from "./context.ts";
 
 /**
  * Keeps this process's caches true to the database, on one listening connection: a key changed by
  * any process (this one included) leaves the verification cache, and an announcement about keys that
- * cannot be read empties it; any directory change empties the path answers; while announcements may
- * be missed, neither trusts what it holds (docs/adr/0003, docs/adr/0008). Resolves to what stops
- * listening.
+ * cannot be read empties it; any directory change empties the path answers and the entities'
+ * policies; a balance set or changed gives up this process's lease of it; while announcements may be
+ * missed, none trusts what it holds (docs/adr/0003, docs/adr/0008, docs/adr/0013). Resolves to what
+ * stops listening.
  */
-export function invalidateCachesOnChanges(ctx: Pick<Context, "db" | "keyCache" | "pathScopes">): Promise<() => Promise<void>> {
-  const { keyCache, pathScopes } = ctx;
+export function invalidateCachesOnChanges(ctx: Pick<Context, "db" | "keyCache" | "pathScopes" | "policies" | "meter">): Promise<() => Promise<void>> {
+  const { keyCache, pathScopes, policies, meter } = ctx;
   return ctx.db.listen(
     {
       ...keyChannel((change) => keyCache.invalidate(change.hash), () => keyCache.clear()),
-      ...directoryChannel(() => pathScopes.clear()),
+      ...directoryChannel(() => {
+        pathScopes.clear();
+        policies.clear();
+      }),
+      [CREDITS_CHANNEL]: (holder) => meter.dropBalance(holder),
     },
     (state) => {
       keyCache.listening(state);
       pathScopes.listening(state);
+      policies.listening(state);
+      meter.listening(state);
     },
   );
 }

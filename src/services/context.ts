@@ -7,6 +7,8 @@ import type { KeyInserts } from "./key-inserts.ts";
 import type { LastUse } from "./last-use.ts";
 import type { Metrics } from "./metrics.ts";
 import type { PathScopeCache } from "./path-scope-cache.ts";
+import type { PolicyChains } from "./policy-chain.ts";
+import type { PolicyMeter } from "./policy-meter.ts";
 import type { Throttle } from "./throttle.ts";
 
 /** What every use case runs with: injected, so tests control the clock and the store. */
@@ -22,6 +24,10 @@ export interface Context {
   throttle: Throttle;
   /** What platform paths name, for /auth and POST /verify. */
   pathScopes: PathScopeCache;
+  /** The policies that bind each key (docs/api.md, "Key policy"). */
+  policies: PolicyChains;
+  /** This process's leases of rate limits and credits (docs/adr/0013). */
+  meter: PolicyMeter;
   /** The Prometheus metrics; absent where nothing serves them. */
   metrics?: Metrics;
   clock: () => Date;

@@ -3,6 +3,7 @@ import type { KeyAction } from "../domain/key-event.ts";
 import { KEY_ACTIONS } from "../domain/key-event.ts";
 import type { AuthEndpoint, AuthOutcome } from "./auth-outcome.ts";
 import type { KeyCacheStats } from "./key-cache.ts";
+import type { MeterStats } from "./policy-meter.ts";
 import { RequestDurations, type DurationSeries } from "./request-durations.ts";
 
 // The process's Prometheus metrics (docs/operations.md, "Metrics"), in a registry of its own so that
@@ -15,11 +16,16 @@ const OUTCOMES: readonly AuthOutcome[] = ["valid", "malformed", "unknown", "disa
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 export const CONDITIONS = ["Ready", "Reconciling", "Stalled"] as const;
 export type ReconcileResult = "success" | "error" | "requeue";
+/** What key policy decided of a request that a policy binds (docs/api.md, "Key policy"). */
+export type PolicyDecision = "admitted" | "restricted" | "rate_limited" | "usage_exceeded" | "unavailable";
+const DECISIONS: readonly PolicyDecision[] = ["admitted", "restricted", "rate_limited", "usage_exceeded", "unavailable"];
 
 /** What the metrics read at scrape time rather than count as they happen. */
 export interface MetricsSources {
   keyCache(): KeyCacheStats;
   databaseUp(): Promise<boolean>;
+  /** Key policy's leases (absent where nothing meters: every figure 0). */
+  meter?(): MeterStats;
 }
 
 type Inc = { inc(n?: number): void };
@@ -30,6 +36,7 @@ export class Metrics {
   readonly registry = new Registry();
   readonly #authentications = Object.fromEntries(ENDPOINTS.map((e) => [e, Object.fromEntries(OUTCOMES.map((o) => [o, 0]))])) as Record<AuthEndpoint, Record<AuthOutcome, number>>;
   readonly #keyEvents = new Map<KeyAction, Inc>();
+  readonly #decisions = Object.fromEntries(DECISIONS.map((d) => [d, 0])) as Record<PolicyDecision, number>;
   /** By route, then method, then status: no label strings are built per request. */
   readonly #requestSeries = new Map<string, Map<string, Map<number, RequestSeries>>>();
   readonly #durations = new RequestDurations();
@@ -68,6 +75,7 @@ export class Metrics {
       collect() { this.set(sources.keyCache().size); } });
     new Gauge({ name: "keyplane_database_up", help: "1 while the database answers and is migrated, else 0", registers,
       async collect() { this.set((await sources.databaseUp()) ? 1 : 0); } });
+    this.#policyMetrics(sources);
     this.#reconciles = new Counter({ name: "keyplane_apikey_reconciles_total", help: "ApiKey reconciles, by result", labelNames: ["result"], registers });
     this.#reconcileDurations = new Histogram({ name: "keyplane_apikey_reconcile_duration_seconds", help: "Time per ApiKey reconcile", registers });
     this.#ready = new Gauge({ name: "keyplane_apikey_ready_status", help: "1 while the ApiKey's condition is True, else 0", labelNames: ["namespace", "name", "condition"], registers });
@@ -77,6 +85,44 @@ export class Metrics {
 
   authentication(endpoint: AuthEndpoint, result: AuthOutcome): void {
     this.#authentications[endpoint][result]++;
+  }
+
+  /**
+   * Key policy's figures, counted by the meter and read at scrape time: what operators alert on is a
+   * growing share of refusals, leases the database could not grant (windows full, balances empty) and
+   * grants that fail (the database out of reach: 503s). No label names a key or an entity.
+   */
+  #policyMetrics(sources: MetricsSources): void {
+    const registers = [this.registry];
+    const none: MeterStats = { grants: { window: { taken: 0, short: 0, failed: 0 }, balance: { taken: 0, short: 0, failed: 0 } }, returned: 0, held: { window: 0, balance: 0 }, counters: 0 };
+    const meter = () => sources.meter?.() ?? none;
+    const decisions = this.#decisions;
+    new Counter({ name: "keyplane_policy_decisions_total", help: "Requests bound by a key policy, by what it decided", labelNames: ["result"], registers,
+      collect() {
+        this.reset();
+        for (const result of DECISIONS) this.inc({ result }, decisions[result]);
+      } });
+    new Counter({ name: "keyplane_policy_leases_total", help: "Leases of rate-limit windows and credit balances asked of the database, by result (taken, short: fewer left than asked, failed)", labelNames: ["kind", "result"], registers,
+      collect() {
+        const { grants } = meter();
+        this.reset();
+        for (const kind of ["window", "balance"] as const) for (const result of ["taken", "short", "failed"] as const) this.inc({ kind, result }, grants[kind][result]);
+      } });
+    new Gauge({ name: "keyplane_policy_units_held", help: "Units of rate-limit windows and credit balances this process holds unspent", labelNames: ["kind"], registers,
+      collect() {
+        const { held } = meter();
+        this.set({ kind: "window" }, held.window);
+        this.set({ kind: "balance" }, held.balance);
+      } });
+    new Counter({ name: "keyplane_policy_credits_returned_total", help: "Unspent credits this process gave back to their balances", registers,
+      collect() {
+        this.reset();
+        this.inc(meter().returned);
+      } });
+  }
+
+  policyDecision(result: PolicyDecision): void {
+    this.#decisions[result]++;
   }
 
   keyEvents(action: KeyAction, count = 1): void {

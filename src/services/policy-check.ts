@@ -27,6 +27,8 @@ interface Prepared {
   facts: boolean;
   limits: { spec: CounterSpec; limit: CompiledRateLimit }[];
   balances: CounterSpec[];
+  /** Every counter, for a request the limits' filters need not judge. */
+  all: CounterSpec[];
 }
 
 const prepared = new WeakMap<PolicyChain, Prepared>();
@@ -34,7 +36,7 @@ const prepared = new WeakMap<PolicyChain, Prepared>();
 function prepare(chain: PolicyChain): Prepared {
   let p = prepared.get(chain);
   if (p !== undefined) return p;
-  p = { restricted: false, facts: false, limits: [], balances: [] };
+  p = { restricted: false, facts: false, limits: [], balances: [], all: [] };
   for (const { scope, holder, policy } of chain) {
     if (policy.restrictions) p.restricted = p.facts = true;
     for (const limit of policy.ratelimits ?? []) {
@@ -43,6 +45,7 @@ function prepare(chain: PolicyChain): Prepared {
     }
     if (policy.credits) p.balances.push({ kind: "balance", holder, scope, credits: policy.credits });
   }
+  p.all = [...p.limits.map((l) => l.spec), ...p.balances];
   prepared.set(chain, p);
   return p;
 }
@@ -71,7 +74,7 @@ export function restrictionOf(chain: PolicyChain, facts: () => RequestFacts): Re
 /** The counters that count the request: its limits whose filters choose it, and every balance. */
 export function countersOf(chain: PolicyChain, facts: () => RequestFacts): CounterSpec[] {
   const p = prepare(chain);
-  if (!p.facts) return p.limits.length === 0 ? p.balances : [...p.limits.map((l) => l.spec), ...p.balances];
+  if (!p.facts) return p.all;
   const f = facts();
   const specs: CounterSpec[] = [];
   for (const { spec, limit } of p.limits) if (countsRequest(limit, f)) specs.push(spec);

@@ -136,28 +136,34 @@ export class PolicyMeter {
   #settle(specs: readonly CounterSpec[], cost: number, charge: boolean, round: number, failure?: unknown): Maybe<MeterOutcome> {
     const need = cost >= 1 ? cost : 1;
     const now = this.#clock().getTime();
-    const counters = specs.map((spec) => this.#counter(spec, need, now));
-    const short = counters.filter((c) => c.held < need);
-    const exhausted = short.some((c) => c.exhausted(need));
-    // Known refused: only counters never asked are asked, so that the answer can say what each has left.
-    const ask = short.filter((c) => (exhausted ? c.left === undefined : !c.exhausted(need)));
-    if (ask.length > 0 && failure === undefined && round < MAX_ROUNDS) {
-      return Promise.allSettled(ask.map((c) => this.#lease(c, need, now))).then((results) => {
-        const failed = results.find((r) => r.status === "rejected");
-        return this.#settle(specs, cost, charge, round + 1, failed?.reason);
-      });
+    const counters: Counter[] = [];
+    let short = false;
+    for (const spec of specs) {
+      const c = this.#counter(spec, need, now);
+      counters.push(c);
+      if (c.held < need) short = true;
     }
-    // The database could not be asked: only what this process holds.
-    if (ask.length > 0 && failure !== undefined) throw failure;
-    const admitted = short.length === 0;
+    if (short) {
+      const exhausted = counters.some((c) => c.exhausted(need));
+      // Known refused: only counters never asked are asked, so that the answer can say what each has left.
+      const ask = counters.filter((c) => c.held < need && (exhausted ? c.left === undefined : !c.exhausted(need)));
+      if (ask.length > 0 && failure === undefined && round < MAX_ROUNDS) {
+        return Promise.allSettled(ask.map((c) => this.#lease(c, need, now))).then((results) => {
+          const failed = results.find((r) => r.status === "rejected");
+          return this.#settle(specs, cost, charge, round + 1, failed?.reason);
+        });
+      }
+      // The database could not be asked: only what this process holds.
+      if (ask.length > 0 && failure !== undefined) throw failure;
+    }
     const readings = counters.map((c) => ({ spec: c.spec, available: c.held + (c.left ?? 0) }));
-    if (admitted && charge) {
+    if (!short && charge) {
       for (const c of counters) {
         c.held -= cost;
         c.usedAt = now;
       }
     }
-    return { admitted, readings };
+    return { admitted: !short, readings };
   }
 
   /** The counter of a spec, rolled on to the current window or refill period. */

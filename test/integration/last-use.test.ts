@@ -28,6 +28,8 @@ function counted(test: TestDatabase) {
 
 type Key = { id: number; keyId: string; lastUsedAt: string | null };
 const SECOND = 1000;
+/** A GET /keys/self from this machine, as authentication takes it. */
+const LOCAL = { client: "127.0.0.1", referrer: undefined, method: "GET", path: "/keys/self" };
 
 describe.each(backends())("last use on %s", (backend) => {
   const time = fakeClock("2026-11-23T10:00:00.000Z");
@@ -63,7 +65,7 @@ describe.each(backends())("last use on %s", (backend) => {
     let lastAuthenticated = time.now();
     for (let i = 0; i < 10_000; i++) {
       lastAuthenticated = time.now();
-      await authenticate(svc.ctx, `Bearer ${key.keyId}`, "127.0.0.1");
+      await authenticate(svc.ctx, `Bearer ${key.keyId}`, LOCAL);
       time.advance(10);
       const now = Math.floor(time.now().getTime() / 60_000);
       if (now !== minute) {
@@ -93,7 +95,7 @@ describe.each(backends())("last use on %s", (backend) => {
     const before = { ...counts };
     await svc.ctx.lastUse.flush();
     expect(counts.transactions - before.transactions).toBe(0);
-    for (const key of used) await authenticate(svc.ctx, `Bearer ${key.keyId}`, "127.0.0.1");
+    for (const key of used) await authenticate(svc.ctx, `Bearer ${key.keyId}`, LOCAL);
     await svc.ctx.lastUse.flush();
     expect(counts.lastUseWrites - before.lastUseWrites).toBe(1);
     for (const key of used) expect(await stored(key.id)).toEqual(time.now());
@@ -105,9 +107,9 @@ describe.each(backends())("last use on %s", (backend) => {
     const peer = await startPeer(svc, { clock: time.clock, lastUseFlushMs: 3_600_000 });
     try {
       const early = time.now();
-      await authenticate(peer.ctx, `Bearer ${key.keyId}`, "127.0.0.1");
+      await authenticate(peer.ctx, `Bearer ${key.keyId}`, LOCAL);
       time.advance(30 * SECOND);
-      await authenticate(svc.ctx, `Bearer ${key.keyId}`, "127.0.0.1");
+      await authenticate(svc.ctx, `Bearer ${key.keyId}`, LOCAL);
       await svc.ctx.lastUse.flush();
       await peer.ctx.lastUse.flush();
       expect(await stored(key.id)).toEqual(new Date(early.getTime() + 30 * SECOND));
@@ -119,7 +121,7 @@ describe.each(backends())("last use on %s", (backend) => {
   it("is written when a process stops", async () => {
     const key = await provision("at-shutdown");
     const peer = await startPeer(svc, { clock: time.clock, lastUseFlushMs: 3_600_000 });
-    await authenticate(peer.ctx, `Bearer ${key.keyId}`, "127.0.0.1");
+    await authenticate(peer.ctx, `Bearer ${key.keyId}`, LOCAL);
     expect(await stored(key.id)).toBeNull();
     await peer.stop();
     expect(await stored(key.id)).toEqual(time.now());
@@ -139,7 +141,7 @@ describe.each(backends())("last use on %s", (backend) => {
   it("is not touched by a refused authentication", async () => {
     const key = await provision("disabled");
     await svc.as(root).put(`/keys/${key.id}`, { active: false });
-    await expect(authenticate(svc.ctx, `Bearer ${key.keyId}`, "127.0.0.1")).rejects.toMatchObject({ code: "unauthorized" });
+    await expect(authenticate(svc.ctx, `Bearer ${key.keyId}`, LOCAL)).rejects.toMatchObject({ code: "unauthorized" });
     await svc.ctx.lastUse.flush();
     expect(await stored(key.id)).toBeNull();
   });

@@ -10,6 +10,8 @@ import { LastUse } from "../../src/services/last-use.ts";
 import { KeyCache } from "../../src/services/key-cache.ts";
 import { KeyInserts } from "../../src/services/key-inserts.ts";
 import { Throttle } from "../../src/services/throttle.ts";
+import { PolicyChains } from "../../src/services/policy-chain.ts";
+import { PolicyMeter, sqlCounters } from "../../src/services/policy-meter.ts";
 import { PathScopeCache } from "../../src/services/path-scope-cache.ts";
 import { loadMigrations } from "../../src/store/migrate.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
@@ -75,7 +77,8 @@ describe("a PostgreSQL server that cannot be reached", () => {
     const db = openPostgres({ connectionString: "postgres://keyplane@127.0.0.1:1/keyplane", log });
     const keyCache = new KeyCache(db);
     const ctx = { db, sealer: createSealer(randomBytes(32)), keyCache, keyInserts: new KeyInserts(db), lastUse: new LastUse(db, keyCache, log),
-      throttle: new Throttle({ failuresPerMinute: 60 }), pathScopes: new PathScopeCache(), clock: () => new Date(), log, migrations: await loadMigrations() };
+      throttle: new Throttle({ failuresPerMinute: 60 }), pathScopes: new PathScopeCache(), policies: new PolicyChains(db, log), meter: new PolicyMeter(sqlCounters(db), () => new Date(), log),
+      clock: () => new Date(), log, migrations: await loadMigrations() };
     const trustedProxies = parseTrustedProxies("");
     const app = createApp(ctx, { adminToken: "a".repeat(32), runtime: { header: "X-SVC-APIKey", timeoutMs: 10_000 }, version: "test", trustedProxies, auth: new AuthHandler(ctx, trustedProxies) });
     try {
