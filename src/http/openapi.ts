@@ -81,7 +81,7 @@ function schemaOf(s: z.ZodType): Record<string, unknown> {
   return z.toJSONSchema(s, {
     target: "draft-2020-12", io: "input", unrepresentable: "any",
     override: ({ zodSchema, jsonSchema }) => {
-      const named = byIdentity.get(zodSchema as z.ZodType);
+      const named = byIdentity.get(zodSchema as unknown as z.ZodType);
       if (!named) return;
       for (const field of Object.keys(jsonSchema)) delete (jsonSchema as Record<string, unknown>)[field];
       jsonSchema.$ref = `#/components/schemas/${named}`;
