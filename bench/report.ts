@@ -43,6 +43,9 @@ export const FIGURES = [
   { key: "verifyQueriesPerRequest", label: "POST /verify: DB transactions per request, after warm-up", unit: "", target: { op: "<=", value: 0 } },
   { key: "metricsSelfOnVsOff", label: "GET /keys/self with metrics kept and scraped ÷ without", unit: "×", target: { op: ">=", value: 0.95 } },
   { key: "metricsAuthOnVsOff", label: "GET /auth (customer path) with metrics kept and scraped ÷ without", unit: "×", target: { op: ">=", value: 0.95 } },
+  { key: "policyAuthVsPlain", label: "GET /auth for a key with a rate limit and credits ÷ for a key without a policy", unit: "×", target: { op: ">=", value: 0.6 } },
+  { key: "policyAuthP99Ms", label: "GET /auth for a key with a rate limit and credits: p99 latency", unit: "ms" },
+  { key: "policyTransactionsPerRequest", label: "GET /auth for a key with a rate limit and credits: DB transactions per admitted request", unit: "", target: { op: "<=", value: 0.02 } },
   { key: "nginxAuthVsPlain", label: "nginx with auth_request to keyplane ÷ nginx without", unit: "×", target: { op: ">=", value: 0.5 } },
 ] as const satisfies readonly FigureSpec[];
 

@@ -12,6 +12,7 @@ import { countDetail, countFigures, countTransactions, createBenchDatabase, DEFA
 import { client, expectStatus, type Client } from "./http.ts";
 import { load, percentile, summarize, type LoadResult } from "./load.ts";
 import { metricsPhase } from "./metrics.ts";
+import { policyPhase } from "./policy.ts";
 import { scalingPhase } from "./scaling.ts";
 import { cpuMeter, memoryOf, REPO, resetPeak, sleep, startBare, startKeyplane, type CpuUse, type KeyplaneEnv, type Metered, type Server } from "./processes.ts";
 import { profileText, summarizeProfile, type ProfileSummary } from "./profile.ts";
@@ -20,7 +21,7 @@ import { FIGURES, figures, machine, markdownTable, versions, type FigureKey } fr
 // `npm run bench`: keyplane on PostgreSQL, measured in one run against a bare node:http baseline.
 // See bench/README.md for what each figure means and how it is measured.
 
-const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway", "metrics", "scaling"] as const;
+const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway", "metrics", "policy", "scaling"] as const;
 /** Every phase but scaling, which starts four processes and runs only when asked for. */
 const DEFAULT_PHASES = PHASES.filter((p) => p !== "scaling");
 type Phase = (typeof PHASES)[number];
@@ -474,6 +475,14 @@ async function main(): Promise<number> {
       Object.assign(values, metrics.figures);
       Object.assign(details, metrics.details);
       runs.metrics = metrics;
+    }
+    if (s.phases.has("policy")) {
+      const bound = await customerWithKey(admin, env.adminToken, "bench-policy");
+      const tools = { ...s, settle: s.mode === "full", say, expectAnswers, metered: (name: string, servers: Metered[], run: () => Promise<LoadResult>) => metered(name, servers, database, run) };
+      const policy = await policyPhase(tools, a, db, admin, env.adminToken, fixture, bound);
+      Object.assign(values, policy.figures);
+      Object.assign(details, policy.details);
+      runs.policy = policy;
     }
     if (s.phases.has("scaling")) {
       const owner = await customerWithKey(admin, env.adminToken, "bench-scaling");
