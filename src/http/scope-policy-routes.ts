@@ -38,7 +38,7 @@ export function scopePolicyRoutes(ctx: Context): Route[] {
     const noun = nounOf(`${path}/`);
     return [
       route({
-        method: "get", path: `${path}/policy`, operationId: `get${noun}Policy`, tag, auth: "key",
+        method: "get", path: `${path}/policy`, operationId: `get${noun}Policy`, tag, auth: "key", refusals: ["not_found"],
         summary: "The entity's policy, its credits at the live balance; null for none",
         ok: { status: 200, description: "The policy, or null", schema: policyBody },
         handle: async (req, res) => {
@@ -47,7 +47,7 @@ export function scopePolicyRoutes(ctx: Context): Route[] {
         },
       }),
       route({
-        method: "put", path: `${path}/policy`, operationId: `set${noun}Policy`, tag, auth: "key", body: policyBody, bodyRequired: true, refusals: ["forbidden"],
+        method: "put", path: `${path}/policy`, operationId: `set${noun}Policy`, tag, auth: "key", body: policyBody, bodyRequired: true, refusals: ["forbidden", "not_found"],
         summary: `Replace the entity's policy (null removes it), ${STRICTLY}`,
         ok: { status: 200, description: "The policy, or null", schema: policyBody },
         handle: async (req, res, { body }) => {

@@ -52,7 +52,7 @@ export async function entitiesShown<T extends Policed>(db: Queryable, level: "cu
  */
 export async function keysShown<K extends Key>(db: Queryable, keys: K[], now: Date): Promise<K[]> {
   const holders = new Set<string>();
-  for (const k of keys) for (const [holder, credits] of chain(k)) if (credits) holders.add(holder);
+  for (const k of keys) if (hasCredits(k)) for (const [holder, credits] of chain(k)) if (credits) holders.add(holder);
   if (holders.size === 0) return keys;
   const balances = await balanceList(db, [...holders]);
   const copies = new Map<object, Policed>();
@@ -64,7 +64,7 @@ export async function keysShown<K extends Key>(db: Queryable, keys: K[], now: Da
     return copy as T;
   };
   return keys.map((k) => {
-    if (!chain(k).some(([, credits]) => credits)) return k;
+    if (!hasCredits(k)) return k;
     const own = k.policy?.credits;
     return {
       ...k,
@@ -76,6 +76,10 @@ export async function keysShown<K extends Key>(db: Queryable, keys: K[], now: Da
     };
   });
 }
+
+/** Whether anything on a key's chain has credits: asked of every key of a list, so it builds nothing. */
+const hasCredits = (k: Key) =>
+  !!(k.policy?.credits || k.tenant.policy?.credits || k.domain?.policy?.credits || k.application?.policy?.credits || k.subscriber?.policy?.credits);
 
 /** A key's holders with their credits, if any: its own, and its entities'. */
 function chain(k: Key): [string, Credits | undefined][] {
