@@ -85,13 +85,14 @@ export function verify(ctx: Context, header: string | undefined, request: KeyPat
   return after(usableKey(ctx, "rest", client, token), (key) => {
     if (typeof key === "string") return { refused: UNAUTHORIZED };
     recordAuthentication(ctx, "rest", client, "valid");
-    return after(ctx.policies.chainOf(key), (chain): Principal | Refusal => {
-      if (chain !== UNBOUND) {
-        const reason = restrictionOf(chain, () => factsOf({ ip: client, referrer: request.referrer, method: request.method, path: request.path }));
-        if (reason) {
-          ctx.metrics?.policyDecision("restricted");
-          return { restricted: reason };
-        }
+    const chain = ctx.policies.chainOf(key);
+    // A key no policy binds is let through at once, as before policies were.
+    if (chain === UNBOUND) return { key, token, scope: scopeOf(key) };
+    return after(chain, (c): Principal | Refusal => {
+      const reason = restrictionOf(c, () => factsOf({ ip: client, referrer: request.referrer, method: request.method, path: request.path }));
+      if (reason) {
+        ctx.metrics?.policyDecision("restricted");
+        return { restricted: reason };
       }
       return { key, token, scope: scopeOf(key) };
     });
