@@ -11,7 +11,10 @@ describe("plainVerifyBody", () => {
     fc.string({ minLength: 250, maxLength: 300 }), fc.string({ unit: codeUnit, maxLength: 20 }).map((s) => `/${s}`),
   );
   const value = fc.oneof(text, fc.integer(), fc.constant(null), fc.boolean(), fc.array(fc.string(), { maxLength: 2 }));
-  const body = fc.record({ key: value, path: value, method: value, extra: value }, { requiredKeys: [] });
+  // A key policy's fields too (docs/api.md, "Key policy"): addresses and not, costs in and out of bounds.
+  const ip = fc.oneof(value, fc.constantFrom("203.0.113.7", "2001:db8::1", "::ffff:203.0.113.7", "1.2.3", "01.2.3.4", "1.2.3.4/24", " 1.2.3.4"));
+  const cost = fc.oneof(value, fc.integer({ min: -2, max: 1002 }), fc.double(), fc.constant(-0));
+  const body = fc.record({ key: value, path: value, method: value, ip, referrer: value, cost, extra: value }, { requiredKeys: [] });
 
   it("reads a body exactly as verifyBody does, or leaves it to verifyBody", () => {
     fc.assert(fc.property(fc.oneof(body, value), (input) => {
@@ -25,5 +28,8 @@ describe("plainVerifyBody", () => {
     expect(plainVerifyBody({ key: "XI00", path: "/customers/acme", method: "post" })).toEqual({ key: "XI00", path: "/customers/acme", method: "POST" });
     expect(plainVerifyBody({ key: "XI00" })).toEqual({ key: "XI00" });
     expect(plainVerifyBody({ key: "XI00", path: "customers" })).toBeUndefined();
+    expect(plainVerifyBody({ key: "XI00", ip: "203.0.113.7", referrer: "https://app.acme.example/", cost: 0 }))
+      .toEqual({ key: "XI00", ip: "203.0.113.7", referrer: "https://app.acme.example/", cost: 0 });
+    expect(plainVerifyBody({ key: "XI00", ip: "203.0.113.7", tenant: "acme" })).toBeUndefined();
   });
 });

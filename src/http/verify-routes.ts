@@ -133,17 +133,17 @@ export function plainVerifyBody(input: unknown): VerifyBody | undefined {
   if (typeof input !== "object" || input === null || Array.isArray(input)) return undefined;
   let plain = true;
   for (const name in input) if (name !== "key" && name !== "path" && name !== "method") plain = false;
-  const { key, path, method, ...policy } = input as Record<string, unknown>;
+  const { key, path, method } = input as Record<string, unknown>;
   if (typeof key !== "string" || key.length > 256 || !isText(key)) return undefined;
   if (path !== undefined && (typeof path !== "string" || path.length > 4096 || !path.startsWith("/") || !isText(path))) return undefined;
   if (method !== undefined && (typeof method !== "string" || !METHOD.test(method))) return undefined;
   const body: VerifyBody = { key, path, method: method?.toUpperCase() };
-  return plain ? body : withPolicyFields(body, policy);
+  return plain ? body : withPolicyFields(body, input as Record<string, unknown>);
 }
 
 /** `ip`, `referrer` and `cost` checked by hand as verifyBody checks them; undefined for anything else. */
 function withPolicyFields(body: VerifyBody, fields: Record<string, unknown>): VerifyBody | undefined {
-  for (const name in fields) if (name !== "ip" && name !== "referrer" && name !== "cost") return undefined;
+  for (const name in fields) if (name !== "key" && name !== "path" && name !== "method" && name !== "ip" && name !== "referrer" && name !== "cost") return undefined;
   const { ip, referrer, cost } = fields;
   if (ip !== undefined && (typeof ip !== "string" || ip.length > VERIFY_IP_MAX || parseAddress(ip) === undefined)) return undefined;
   if (referrer !== undefined && (typeof referrer !== "string" || referrer.length > VERIFY_REFERRER_MAX || !isText(referrer))) return undefined;
