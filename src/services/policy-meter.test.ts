@@ -116,6 +116,14 @@ describe("PolicyMeter", () => {
     expect(await meter.charge(specs, 0)).toMatchObject({ admitted: false, readings: [{ available: 0 }] });
   });
 
+  it("refuses a cost above a window's limit and charges nothing for it", async () => {
+    const { store, meter } = setup();
+    const specs = [window("calls", 10)];
+    expect(await meter.charge(specs, 11)).toMatchObject({ admitted: false });
+    expect(await meter.charge(specs, 10)).toMatchObject({ admitted: true, readings: [{ available: 10 }] });
+    expect(store.windows.get("customer:1/calls/1795428000")).toBe(10);
+  });
+
   it("grows its leases with demand: at 10,000 requests a second, one statement per hundreds of requests", async () => {
     const { store, meter, advance } = setup();
     const specs = [window("calls", 1_000_000, 60), balance({ remaining: 1_000_000_000 })];

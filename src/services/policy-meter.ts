@@ -95,9 +95,10 @@ class Counter {
     this.usedAt = now;
   }
 
-  /** Known to have less than `need` left: asking again would not help. */
+  /** Known to have less than `need` left: asking again would not help. A cost above a window's limit never fits. */
   exhausted(need: number): boolean {
-    return this.held < need && this.left !== undefined && this.held + this.left < need;
+    if (this.held >= need) return false;
+    return (this.left !== undefined && this.held + this.left < need) || (this.spec.kind === "window" && need > this.spec.limit);
   }
 }
 
