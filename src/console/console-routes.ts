@@ -37,9 +37,12 @@ function secure(res: Response): void {
   res.setHeader("Cache-Control", "no-cache");
 }
 
+/** The kinds of file the page is made of; anything else in public/ (an editor's backup, notes) is never served. */
+const ASSET = /^[a-z0-9-]+\.(js|css|svg)$/;
+
 /** GET /console, and the page's own files under /console/{asset}: those in public/ when the process started, and nothing else. */
 export function consoleRoutes(): Router {
-  const assets = new Set(readdirSync(PUBLIC).filter((name) => name !== "index.html" && !name.startsWith(".")));
+  const assets = new Set(readdirSync(PUBLIC).filter((name) => ASSET.test(name)));
   const router = express.Router({ caseSensitive: true });
   router.get("/console", (_req, res) => {
     secure(res);

@@ -1,0 +1,100 @@
+// @ts-check
+/* global window, location, history */
+import { call } from "./api.js";
+import { byId, fill, h } from "./dom.js";
+import { showEvents } from "./events.js";
+import { levelOf, scopeOf } from "./format.js";
+import { showKey } from "./key-view.js";
+import { showKeys } from "./keys.js";
+import { clearNotices, fail, SIGNED_OUT, warn } from "./notice.js";
+import { forgetToken, keepToken, token } from "./session.js";
+import { showSignIn } from "./sign-in.js";
+import { showWebhooks } from "./webhooks.js";
+
+// The console's shell: signing in and out, who is signed in, and which view the address's fragment
+// names (#/keys, #/key/12, #/events, #/webhooks). A fragment never holds anything secret: keys are
+// named by their numeric id.
+
+/** @type {import("./keys.js").Session | null} */
+let session = null;
+const view = byId("view");
+const VIEWS = ["keys", "events", "webhooks"];
+
+/** @param {any} me */
+function signedIn(me) {
+  session = { me, continueWith };
+  showIdentity(me);
+  byId("nav").hidden = false;
+  byId("who").hidden = false;
+  route();
+}
+
+/**
+ * After the signed-in key was rotated: the new key is kept, and is who the console is now.
+ * @param {string} next
+ */
+async function continueWith(next) {
+  keepToken(next);
+  const { body: me } = await call("GET", "/keys/self");
+  delete me.keyId;
+  if (session) session.me = me;
+  showIdentity(me);
+}
+
+/** @param {any} me */
+function showIdentity(me) {
+  byId("who-name").textContent = me.name;
+  byId("who-scope").textContent = `(${levelOf(me)} key, ${scopeOf(me)})`;
+}
+
+/** @param {string} [why] */
+function signOut(why) {
+  forgetToken();
+  session = null;
+  byId("nav").hidden = true;
+  byId("who").hidden = true;
+  clearNotices();
+  if (location.hash) history.replaceState(null, "", location.pathname);
+  showSignIn(signedIn, why);
+}
+
+function route() {
+  if (!session) return;
+  const [, name = "", id] = location.hash.match(/^#\/([a-z]+)(?:\/(\d+))?$/) ?? [];
+  if (!(VIEWS.includes(name) || (name === "key" && id))) {
+    history.replaceState(null, "", "#/keys");
+    return route();
+  }
+  clearNotices();
+  for (const link of byId("nav").querySelectorAll("a")) {
+    if (link.dataset.view === (name === "key" ? "keys" : name)) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  const shown = name === "keys" ? showKeys(view, session)
+    : name === "key" ? showKey(view, session, Number(id))
+      : name === "events" ? showEvents(view)
+        : showWebhooks(view);
+  void Promise.resolve(shown).catch(fail);
+}
+
+async function start() {
+  if (!token()) return showSignIn(signedIn);
+  try {
+    const { body: me } = await call("GET", "/keys/self");
+    delete me.keyId;
+    signedIn(me);
+  } catch (error) {
+    const e = /** @type {{ message: string, signedOut?: boolean }} */ (error);
+    if (e.signedOut) return signOut(e.message);
+    fill(view, h("button", { type: "button", onclick: () => void start() }, "Try again"));
+    warn(e.message);
+  }
+}
+
+window.addEventListener("hashchange", () => {
+  // "#main" is the skip link's target, not a view.
+  if (location.hash.startsWith("#/")) route();
+});
+window.addEventListener(SIGNED_OUT, (event) => signOut(/** @type {CustomEvent<string>} */ (event).detail));
+byId("sign-out").addEventListener("click", () => signOut());
+void start();

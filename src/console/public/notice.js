@@ -1,0 +1,45 @@
+// @ts-check
+/* global window, CustomEvent */
+import { byId, fill } from "./dom.js";
+
+// The two notices at the top of the page: `status` (polite: what was done) and `alert` (assertive: what
+// went wrong). A refusal that means the key is not accepted any more signs the console out instead.
+
+export const SIGNED_OUT = "keyplane:signed-out";
+
+/** @param {string} text */
+export function announce(text) {
+  fill(byId("alert"));
+  fill(byId("status"), text);
+}
+
+/** @param {string} text */
+export function warn(text) {
+  fill(byId("status"));
+  fill(byId("alert"), text);
+}
+
+export function clearNotices() {
+  fill(byId("status"));
+  fill(byId("alert"));
+}
+
+/**
+ * Ends the session, saying why on the sign-in form.
+ * @param {string} why
+ */
+export function signOut(why) {
+  window.dispatchEvent(new CustomEvent(SIGNED_OUT, { detail: why }));
+}
+
+/**
+ * Shows what went wrong; a key no longer accepted ends the session.
+ * @param {unknown} error
+ */
+export function fail(error) {
+  const e = /** @type {{ message?: string, signedOut?: boolean }} */ (error);
+  if (e.signedOut) {
+    return signOut("The key you signed in with is no longer accepted: it was disabled, rotated, expired or deleted. Sign in with another key.");
+  }
+  warn(e.message ?? "Something went wrong in the console. Reload the page and try again.");
+}

@@ -1,0 +1,455 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { audit, chromiumMissing, inPage, openConsole, SCREENSHOTS, startConsoleWorld, type Audit, type Browsing, type ConsoleWorld } from "./console-fixture.ts";
+
+// The console (GET /console) in Debian's Chromium against a real keyplane: every action a person takes,
+// with the REST API confirming what it did; what the page may never do (send a request elsewhere, keep
+// the key anywhere but sessionStorage, show a token twice); axe-core on every view; the keyboard alone.
+
+const missing = chromiumMissing();
+if (missing && process.env.CI === "true") throw new Error(`${missing}: CI must run the console's browser tests`);
+
+const TOKEN = /XI[0-9A-F]{32}/;
+const HOUR = 3_600_000;
+
+/** A status code, an error code or a stack: what a person should never be shown. */
+const RAW = /\b[1-5]\d\d\b|unauthori[sz]ed|rate_limited|unavailable\b|not_found|\bat \S*\.js:\d+/i;
+
+describe.skipIf(missing !== undefined)(`the console in Chromium${missing ? ` (skipped: ${missing})` : ""}`, () => {
+  let world: ConsoleWorld;
+  const tokens = { customer: "", domain: "", otherDomain: "" };
+  const ids = { billing: 0 };
+  const browsings: Browsing[] = [];
+  const audits: Audit[] = [];
+  /** The browser signed in with the customer key, which the tests below take in turn. */
+  let admin: Browsing;
+
+  const open = async (client: string) => {
+    const browsing = await openConsole(world, client);
+    browsings.push(browsing);
+    return browsing;
+  };
+  /** axe on the page as it is: no serious or critical violation, and no contrast violation at all. */
+  const accessible = async (page: Page, view: string) => {
+    const result = await audit(page, view);
+    audits.push(result);
+    const blocking = result.violations.filter((v) => v.impact === "serious" || v.impact === "critical" || v.id === "color-contrast");
+    expect(blocking, `${view}: ${JSON.stringify(blocking)}`).toEqual([]);
+  };
+  const signIn = async (page: Page, token: string) => {
+    await page.getByLabel("API key").fill(token);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { level: 1, name: "Keys" }).waitFor();
+    await page.locator("tbody tr").first().waitFor();
+  };
+  /** The names in the keys table, once it has loaded. */
+  const listedNames = async (page: Page) => {
+    await page.locator("tbody tr").first().waitFor();
+    return (await page.locator("tbody th[scope=row] a").allTextContents()).sort();
+  };
+  const row = (page: Page, name: string) => page.locator("tbody tr").filter({ has: page.getByRole("link", { name, exact: true }) });
+
+  beforeAll(async () => {
+    world = await startConsoleWorld();
+    const a = world.admin;
+    expect((await a("POST", "/admin/customers", { name: "acme" })).status).toBe(201);
+    for (const domain of ["sip.acme.example", "media.acme.example"]) {
+      expect((await a("POST", "/admin/customers/acme/domains", { domain })).status).toBe(201);
+    }
+    await a("PUT", "/admin/customers/acme/domains/sip.acme.example/policy", { ratelimits: [{ name: "domain-calls", limit: 500, windowSeconds: 60 }] });
+    tokens.customer = (await a("POST", "/admin/customers/acme/keys", { name: "platform-team" })).body.keyId;
+    const customer = world.as(tokens.customer);
+    tokens.domain = (await customer("POST", "/customers/acme/domains/sip.acme.example/keys", { name: "sip-ops" })).body.keyId;
+    tokens.otherDomain = (await customer("POST", "/customers/acme/domains/media.acme.example/keys", { name: "media-ops" })).body.keyId;
+    const billing = await customer("POST", "/customers/acme/domains/sip.acme.example/keys", {
+      name: "billing-export",
+      policy: {
+        restrictions: { methods: ["GET", "POST"], ips: ["203.0.113.0/24"] },
+        ratelimits: [{ name: "calls", limit: 100, windowSeconds: 1 }],
+        credits: { remaining: 10_000, refill: { amount: 10_000, interval: "monthly", day: 1 } },
+      },
+    });
+    expect(billing.status, JSON.stringify(billing.body)).toBe(200);
+    ids.billing = billing.body.id;
+    for (const [t, n] of [[tokens.customer, "platform-team"], [tokens.domain, "sip-ops"], [tokens.otherDomain, "media-ops"]] as const) expect(t, n).toMatch(TOKEN);
+  });
+
+  afterAll(async () => {
+    for (const browsing of browsings) await browsing.close();
+    await world?.stop();
+    if (audits.length) {
+      const lines = audits.map((a) => `  ${a.view}: ${a.passes} rules passed, violations: ${a.violations.map((v) => `${v.id} (${v.impact}, ${v.nodes})`).join(", ") || "none"}`);
+      console.log(`axe-core on each view of the console:\n${lines.join("\n")}\nscreenshots: ${SCREENSHOTS}`);
+    }
+  });
+
+  it("serves the page and its files with a strict Content-Security-Policy, and nothing inline", async () => {
+    const page = await fetch(`${world.url}/console`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    const csp = page.headers.get("content-security-policy") ?? "";
+    for (const directive of ["default-src 'self'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "object-src 'none'", "base-uri 'none'"]) {
+      expect(csp).toContain(directive);
+    }
+    expect(csp).not.toMatch(/unsafe-|\*|https?:|data:/);
+    expect(page.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(page.headers.get("referrer-policy")).toBe("no-referrer");
+    expect(page.headers.get("set-cookie")).toBeNull();
+    const html = await page.text();
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/i);
+    expect(html).not.toMatch(/<style|\sstyle=|\son[a-z]+=/i);
+    expect(html).not.toMatch(/(src|href)="(https?:)?\/\//i);
+    const module = await fetch(`${world.url}/console/main.js`);
+    expect(module.status).toBe(200);
+    expect(module.headers.get("content-type")).toMatch(/^(text|application)\/javascript/);
+    expect(module.headers.get("content-security-policy")).toBe(csp);
+    const unknown = await fetch(`${world.url}/console/secrets.txt`);
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ error: "not_found" });
+    const post = await fetch(`${world.url}/console`, { method: "POST" });
+    expect(post.status).toBe(405);
+  });
+
+  it("refuses a wrong key in words, keeps nothing of it, and after too many says when to try again", async () => {
+    const { page, context, requests } = await open("198.51.100.10");
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    await accessible(page, "sign-in");
+    const alert = page.locator("form").getByRole("alert");
+
+    await page.getByLabel("API key").fill("my-password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect.poll(() => alert.textContent()).toContain("That is not an API key");
+    expect(requests.filter((r) => r.url.endsWith("/keys/self"))).toEqual([]);
+
+    const unknown = "XI" + "0123456789ABCDEF".repeat(2);
+    await page.getByLabel("API key").fill(unknown);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect.poll(() => alert.textContent()).toContain("keyplane did not accept this key");
+    expect(await alert.textContent()).not.toMatch(RAW);
+    await accessible(page, "sign-in-refused");
+
+    // The throttle's limit of failures per client is low here: a few more, and it holds the client back.
+    let said = "";
+    for (let attempt = 0; attempt < 5 && !said.includes("Try again in"); attempt++) {
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.getByRole("button", { name: "Sign in" }).and(page.locator(":enabled")).waitFor();
+      said = (await alert.textContent()) ?? "";
+    }
+    expect(said).toMatch(/holding back requests from this address.*Try again in \d+ seconds? \(at \d\d:\d\d:\d\d\)/);
+    expect(said).not.toMatch(RAW);
+    await accessible(page, "sign-in-throttled");
+    expect(await page.evaluate(() => [sessionStorage.length, localStorage.length])).toEqual([0, 0]);
+    expect(await context.cookies()).toEqual([]);
+  });
+
+  it("signs in with a customer key kept in sessionStorage alone, and lists every key it may manage", async () => {
+    admin = await open("198.51.100.20");
+    const { page, context } = admin;
+    await signIn(page, tokens.customer);
+    const listed = (await world.as(tokens.customer)("GET", "/keys")).body.map((k: { name: string }) => k.name).sort();
+    expect(await listedNames(page)).toEqual(listed);
+    expect(listed).toEqual(expect.arrayContaining(["platform-team", "sip-ops", "media-ops", "billing-export"]));
+    await expect.poll(() => page.locator("#who").textContent()).toMatch(/Signed in as platform-team.*customer key, acme/);
+    const billing = row(page, "billing-export");
+    expect(await billing.textContent()).toMatch(/acme › sip\.acme\.example.*Active.*2 restrictions · 1 rate limit · 10,000 credits/);
+    expect(await page.evaluate(() => ({ session: Object.values(sessionStorage), local: localStorage.length }))).toEqual({ session: [tokens.customer], local: 0 });
+    expect(await context.cookies()).toEqual([]);
+    // Lists carry every key's token; the page shows none of them.
+    expect(await page.content()).not.toMatch(TOKEN);
+    await accessible(page, "keys");
+  });
+
+  it("creates a key that expires, shows its token once with a copy button, and then never again", async () => {
+    const { page } = admin;
+    await page.getByRole("button", { name: "Create key" }).click();
+    const create = page.getByRole("dialog", { name: "Create a key" });
+    await create.getByLabel("Name").fill("ci-job");
+    await create.getByLabel("Expires").selectOption({ label: "In 1 hour" });
+    await accessible(page, "create-dialog");
+    const asked = Date.now();
+    await create.getByRole("button", { name: "Create key" }).click();
+
+    const shown = page.getByRole("dialog", { name: "Key created" });
+    const token = await shown.getByLabel("Token of “ci-job”").inputValue();
+    expect(token).toMatch(new RegExp(`^${TOKEN.source}$`));
+    await accessible(page, "token-dialog");
+    await shown.getByRole("button", { name: "Copy the token" }).click();
+    await expect.poll(() => shown.getByRole("status").textContent()).toBe("Copied to the clipboard.");
+    expect(await inPage(page, "navigator.clipboard.readText()")).toBe(token);
+
+    const [made] = (await world.as(tokens.customer)("GET", "/keys?name=ci-job")).body;
+    expect(made.keyId).toBe(token);
+    expect(Math.abs(Date.parse(made.expiresAt) - (asked + HOUR))).toBeLessThan(60_000);
+    expect((await world.as(token)("GET", "/keys/self")).body.name).toBe("ci-job");
+
+    await shown.getByRole("button", { name: "Close" }).click();
+    await shown.waitFor({ state: "detached" });
+    await row(page, "ci-job").waitFor();
+    expect(await row(page, "ci-job").textContent()).toMatch(/in 1 hour|in 59 minutes/);
+    const anywhere = await inPage(page, `document.documentElement.outerHTML.includes(${JSON.stringify(token)}) || [...document.querySelectorAll("input")].some((i) => i.value.includes(${JSON.stringify(token)}))`);
+    expect(anywhere).toBe(false);
+    expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([tokens.customer]);
+    await expect.poll(() => page.locator("#status").textContent()).toBe("Created the key “ci-job”.");
+  });
+
+  it("renames, disables and enables a key, each confirmed by the API", async () => {
+    const { page } = admin;
+    const customer = world.as(tokens.customer);
+    const [job] = (await customer("GET", "/keys?name=ci-job")).body;
+
+    await page.getByRole("button", { name: "Rename “ci-job”" }).click();
+    const rename = page.getByRole("dialog", { name: "Rename “ci-job”" });
+    await rename.getByLabel("New name").fill("nightly-export");
+    await accessible(page, "rename-dialog");
+    await rename.getByRole("button", { name: "Rename" }).click();
+    await row(page, "nightly-export").waitFor();
+    expect((await customer("GET", `/keys/${job.id}`)).body.name).toBe("nightly-export");
+
+    await page.getByRole("button", { name: "Disable “nightly-export”" }).click();
+    const disable = page.getByRole("alertdialog", { name: "Disable “nightly-export”?" });
+    await accessible(page, "disable-dialog");
+    await disable.getByRole("button", { name: "Disable" }).click();
+    await page.getByRole("button", { name: "Enable “nightly-export”" }).waitFor();
+    expect((await customer("GET", `/keys/${job.id}`)).body.active).toBe(false);
+    expect((await world.as(job.keyId)("GET", "/keys/self")).status).toBe(401);
+    expect(await row(page, "nightly-export").textContent()).toContain("Disabled");
+
+    await page.getByRole("button", { name: "Enable “nightly-export”" }).click();
+    await page.getByRole("button", { name: "Disable “nightly-export”" }).waitFor();
+    expect((await customer("GET", `/keys/${job.id}`)).body.active).toBe(true);
+    expect((await world.as(job.keyId)("GET", "/keys/self")).status).toBe(200);
+  });
+
+  it("rotates a key with a grace period: the new token shown once, the old one working until the grace ends", async () => {
+    const { page } = admin;
+    const customer = world.as(tokens.customer);
+    const [old] = (await customer("GET", "/keys?name=nightly-export")).body;
+
+    await page.getByRole("button", { name: "Rotate “nightly-export”" }).click();
+    const rotate = page.getByRole("dialog", { name: "Rotate “nightly-export”" });
+    await rotate.getByLabel("Grace period").selectOption({ label: "1 hour" });
+    await accessible(page, "rotate-dialog");
+    const asked = Date.now();
+    await rotate.getByRole("button", { name: "Rotate" }).click();
+    const shown = page.getByRole("dialog", { name: "Key rotated" });
+    const token = await shown.getByLabel("Token of “nightly-export”").inputValue();
+    expect(await shown.textContent()).toContain("The old token keeps working for 1 hour, then stops.");
+
+    const replaced = (await customer("GET", `/keys/${old.id}`)).body;
+    const successor = (await customer("GET", `/keys/${replaced.replacedBy}`)).body;
+    expect(successor).toMatchObject({ keyId: token, name: "nightly-export", active: true });
+    expect(Math.abs(Date.parse(replaced.expiresAt) - (asked + HOUR))).toBeLessThan(60_000);
+    expect((await world.as(old.keyId)("GET", "/keys/self")).status).toBe(200);
+    expect((await world.as(token)("GET", "/keys/self")).body.id).toBe(successor.id);
+
+    await shown.getByRole("button", { name: "Close" }).click();
+    await shown.waitFor({ state: "detached" });
+    expect(await page.content()).not.toContain(token);
+    await expect.poll(() => page.locator("tbody tr").filter({ hasText: "Replaced" }).count()).toBe(1);
+  });
+
+  it("deletes a key once asked to confirm", async () => {
+    const { page } = admin;
+    const customer = world.as(tokens.customer);
+    const current = (await customer("GET", "/keys?name=nightly-export")).body.find((k: { replacedBy: number | null }) => k.replacedBy === null);
+
+    const buttons = page.getByRole("button", { name: "Delete “nightly-export”" });
+    await buttons.nth(1).click();
+    const confirm = page.getByRole("alertdialog", { name: "Delete “nightly-export”?" });
+    await accessible(page, "delete-dialog");
+    await confirm.getByRole("button", { name: "Delete" }).click();
+    await expect.poll(() => page.getByRole("button", { name: "Delete “nightly-export”" }).count()).toBe(1);
+    expect((await customer("GET", `/keys/${current.id}`)).status).toBe(404);
+    expect((await world.as(current.keyId)("GET", "/keys/self")).status).toBe(401);
+    await expect.poll(() => page.locator("#status").textContent()).toBe("Deleted “nightly-export”.");
+  });
+
+  it("shows a key's policy, its live credits and next refill, the policies above it, and its events", async () => {
+    const { page } = admin;
+    const customer = world.as(tokens.customer);
+    await customer("PUT", `/keys/${ids.billing}/credits`, { add: -50 });
+    const credits = (await customer("GET", `/keys/${ids.billing}/credits`)).body;
+    expect(credits.remaining).toBe(9_950);
+
+    await page.getByRole("link", { name: "billing-export", exact: true }).click();
+    await page.getByRole("heading", { level: 1, name: "Key “billing-export”" }).waitFor();
+    const own = page.getByRole("region", { name: "This key's own policy" });
+    await own.getByText("credits left").waitFor();
+    expect(await own.textContent()).toMatch(/From addresses: 203\.0\.113\.0\/24.*Methods: GET, POST/);
+    expect(await own.textContent()).toMatch(/calls: 100 requests per 1 second/);
+    expect(await own.textContent()).toMatch(/9,950 credits left; set back to 10,000 on day 1 of each month, at 00:00 UTC/);
+    const refill = new Date(credits.nextRefillAt);
+    expect(await own.locator(`time[datetime="${credits.nextRefillAt}"]`).textContent())
+      .toContain(refill.toLocaleDateString("en-GB", { day: "numeric", month: "short", year: "numeric", timeZone: "UTC" }));
+    expect(await page.getByRole("region", { name: "The domain sip.acme.example's policy" }).textContent()).toMatch(/domain-calls: 500 requests per 1 minute/);
+    const events = (await customer("GET", `/keys/${ids.billing}/events`)).body.map((e: { action: string }) => e.action);
+    expect(await page.locator("#key-events tbody th").allTextContents()).toEqual(events);
+    expect(events[0]).toBe("created");
+    await accessible(page, "key");
+  });
+
+  it("shows a gone key's events, which the API keeps", async () => {
+    const { page } = admin;
+    const customer = world.as(tokens.customer);
+    const [replaced] = (await customer("GET", "/keys?name=nightly-export")).body;
+    await page.goto(`${world.url}/console#/key/${replaced.replacedBy}`);
+    await page.getByText("This key is not among the keys you may manage").waitFor();
+    const events = (await customer("GET", `/keys/${replaced.replacedBy}/events`)).body;
+    await expect.poll(() => page.locator("#key-events tbody th").allTextContents()).toEqual(["created", "deleted"]);
+    expect(events.map((e: { action: string }) => e.action)).toEqual(["created", "deleted"]);
+    expect(await page.locator("#key-events").textContent()).toContain("key “platform-team”");
+  });
+
+  it("pages through the events of the scope, newest first, and filters them by action", async () => {
+    const { page } = admin;
+    const customer = world.as(tokens.customer);
+    for (let i = 0; i < 30; i++) await customer("POST", "/keys", { name: `batch-${i}` });
+    const first = await customer("GET", "/events?limit=25");
+    const older = await customer("GET", first.headers.get("link")!.match(/<([^>]+)>/)![1]!);
+    const summary = (e: { action: string; key: { name: string } }) => `${e.action} ${e.key.name}`;
+
+    await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Events" }).click();
+    const rows = page.locator("#events tbody tr");
+    await expect.poll(() => rows.count()).toBe(25);
+    const shownRows = async () => (await rows.evaluateAll((trs) => trs.map((tr) => `${tr.querySelector("th")!.textContent} ${tr.querySelector("a")!.textContent}`)));
+    expect(await shownRows()).toEqual(first.body.map(summary));
+    await accessible(page, "events");
+    await page.getByRole("button", { name: "Show older events" }).click();
+    await expect.poll(() => rows.count()).toBe(25 + older.body.length);
+    expect((await shownRows()).slice(25)).toEqual(older.body.map(summary));
+
+    await page.getByLabel("Action").selectOption("rotated");
+    await page.getByRole("button", { name: "Show", exact: true }).click();
+    await expect.poll(() => shownRows()).toEqual(["rotated nightly-export"]);
+  });
+
+  it("leaves a place for webhooks, which this keyplane does not offer yet", async () => {
+    const { page } = admin;
+    await page.getByRole("link", { name: "Webhooks" }).click();
+    await page.getByText("This keyplane does not offer webhooks yet").waitFor();
+    await accessible(page, "webhooks");
+  });
+
+  it("shows a domain key only its own domain's keys", async () => {
+    const { page } = await open("198.51.100.30");
+    await signIn(page, tokens.domain);
+    const listed = (await world.as(tokens.domain)("GET", "/keys")).body.map((k: { name: string }) => k.name).sort();
+    expect(await listedNames(page)).toEqual(listed);
+    expect(listed).toEqual(["billing-export", "sip-ops"]);
+    await expect.poll(() => page.locator("#who").textContent()).toMatch(/sip-ops.*domain key, acme › sip\.acme\.example/);
+    await page.goto(`${world.url}/console#/key/${(await world.as(tokens.customer)("GET", "/keys?name=media-ops")).body[0].id}`);
+    await page.getByText("This key is not among the keys you may manage").waitFor();
+  });
+
+  it("is used with the keyboard alone: Tab, Enter and Escape, focus always visible, kept inside dialogs", async () => {
+    const { page } = await open("198.51.100.40");
+    const focused = () => inPage<{ text: string; id: string; tag: string; outline: string; dialog: boolean }>(page, `(() => {
+      const e = document.activeElement;
+      const style = getComputedStyle(e);
+      return { text: (e.getAttribute("aria-label") ?? e.textContent ?? "").trim(), id: e.id, tag: e.tagName, outline: style.outlineStyle + " " + style.outlineWidth, dialog: Boolean(e.closest("dialog")) };
+    })()`);
+    /** Tab (or Shift+Tab) until the focused element says `text`; each stop must show its focus. */
+    const tabTo = async (text: string, key = "Tab", limit = 40) => {
+      for (let i = 0; i < limit; i++) {
+        await page.keyboard.press(key);
+        const now = await focused();
+        expect(now.outline, `focus on ${now.tag} “${now.text}” is not visible`).toMatch(/^(solid|auto) ([2-9]|\d\d)/);
+        if (now.text === text) return now;
+      }
+      throw new Error(`no focusable element says ${text}`);
+    };
+
+    // The domain key: its list is short enough to Tab through.
+    expect((await focused()).id).toBe("token");
+    await page.keyboard.type(tokens.domain);
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { level: 1, name: "Keys" }).waitFor();
+    await page.locator("tbody tr").first().waitFor();
+
+    await tabTo("Create key");
+    await page.keyboard.press("Enter");
+    const create = page.getByRole("dialog", { name: "Create a key" });
+    await create.waitFor();
+    expect((await focused()).id).toBe("create-name");
+    await page.keyboard.press("Escape");
+    await create.waitFor({ state: "detached" });
+    expect((await focused()).text).toBe("Create key");
+
+    await page.keyboard.press("Enter");
+    await page.keyboard.type("typed-by-keyboard");
+    await page.keyboard.press("Enter");
+    const shown = page.getByRole("dialog", { name: "Key created" });
+    await shown.waitFor();
+    // Focus stays in the dialog: from its last control, Tab comes back to its first.
+    const stops = [];
+    for (let i = 0; i < 4; i++) {
+      await page.keyboard.press("Tab");
+      const now = await focused();
+      expect(now.dialog).toBe(true);
+      stops.push(now.id || now.text);
+    }
+    expect(stops).toEqual(["Copy the token", "Close", "new-token", "Copy the token"]);
+    await page.keyboard.press("Shift+Tab");
+    expect((await focused()).id).toBe("new-token");
+    await page.keyboard.press("Escape");
+    await shown.waitFor({ state: "detached" });
+    await row(page, "typed-by-keyboard").waitFor();
+    expect((await world.as(tokens.domain)("GET", "/keys?name=typed-by-keyboard")).body).toHaveLength(1);
+
+    await tabTo("Rename “typed-by-keyboard”");
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("Control+A");
+    await page.keyboard.type("renamed-by-keyboard");
+    await page.keyboard.press("Enter");
+    await row(page, "renamed-by-keyboard").waitFor();
+    expect((await focused()).text).toBe("Rename “renamed-by-keyboard”");
+
+    await tabTo("Delete “renamed-by-keyboard”");
+    await page.keyboard.press("Enter");
+    expect((await focused()).text).toBe("Cancel");
+    await page.keyboard.press("Tab");
+    expect((await focused()).text).toBe("Delete");
+    await page.keyboard.press("Enter");
+    await row(page, "renamed-by-keyboard").waitFor({ state: "detached" });
+    expect((await world.as(tokens.domain)("GET", "/keys?name=renamed-by-keyboard")).body).toEqual([]);
+
+    await tabTo("Events", "Shift+Tab");
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { level: 1, name: "Events" }).waitFor();
+    expect(await focused()).toMatchObject({ tag: "H1", text: "Events" });
+  });
+
+  it("says in words when keyplane cannot reach its database, and carries on once it can", async ({ skip }) => {
+    if (!world.proxy) skip("on PGlite the database cannot be taken away (PostgreSQL runs this case)");
+    const { page } = admin;
+    await page.getByRole("link", { name: "Keys" }).click();
+    await page.locator("tbody tr").first().waitFor();
+    world.proxy!.cut();
+    try {
+      await page.getByRole("link", { name: "Events" }).click();
+      const alert = page.locator("#alert");
+      await expect.poll(() => alert.textContent(), { timeout: 10_000 }).toContain("keyplane cannot reach its database just now");
+      expect(await alert.textContent()).not.toMatch(RAW);
+      await accessible(page, "unavailable");
+    } finally {
+      world.proxy!.restore();
+    }
+    await expect.poll(async () => {
+      await page.getByRole("button", { name: "Show", exact: true }).click();
+      return page.locator("#events tbody tr").count();
+    }, { timeout: 15_000 }).toBeGreaterThan(1);
+  });
+
+  it("made no request beyond keyplane's origin, put no token in a URL, and broke no rule of its CSP", () => {
+    const origin = new URL(world.url).origin;
+    const all = browsings.flatMap((b) => b.requests);
+    expect(all.length).toBeGreaterThan(50);
+    expect(all.filter((r) => new URL(r.url).origin !== origin).map((r) => r.url)).toEqual([]);
+    expect(all.filter((r) => TOKEN.test(decodeURIComponent(r.url))).map((r) => r.url)).toEqual([]);
+    expect(all.filter((r) => r.headers.cookie !== undefined)).toEqual([]);
+    const api = all.filter((r) => !new URL(r.url).pathname.startsWith("/console"));
+    expect(api.length).toBeGreaterThan(20);
+    expect(api.filter((r) => !/^Bearer XI[0-9A-F]{32}$/.test(r.headers.authorization ?? "") && !r.url.endsWith("/favicon.ico"))).toEqual([]);
+    expect(browsings.flatMap((b) => b.problems)).toEqual([]);
+  });
+});
