@@ -56,7 +56,11 @@ export const API_EXAMPLES = {
   Error: { status: 404, error: "not_found", message: "No such key." },
   Health: { status: "ok" },
   OpenApiDocument: { openapi: "3.1.0", info: { title: "keyplane", version: VERSION }, paths: {} },
-  Verdict: { valid: true, code: "VALID", key: { ...withoutKeyId(key), level: "domain" } },
+  // A key whose customer's policy has a rate limit and credits: every verdict says what each has left.
+  Verdict: {
+    valid: true, code: "VALID", key: { ...withoutKeyId(key), level: "domain" },
+    ratelimits: [{ name: "calls", scope: "customer", limit: 100, remaining: 42, reset: 1, exceeded: false }], credits: { remaining: 9958 },
+  },
   /** Request bodies, by operationId; a key's provisioning and update bodies are the same everywhere. */
   requests: {} as Record<string, unknown>,
 };
@@ -78,5 +82,5 @@ Object.assign(API_EXAMPLES.requests, {
   provisionBootstrapKey: { name: "backend" },
   rotateSelfKey: rotate,
   invokeApplication: { call: "+12125550100" },
-  verifyKey: { key: "XI0123456789ABCDEF0123456789AB7798", path: "/customers/acme/domains/sip.acme.example/calls", method: "POST" },
+  verifyKey: { key: "XI0123456789ABCDEF0123456789AB7798", path: "/customers/acme/domains/sip.acme.example/calls", method: "POST", ip: "203.0.113.7", cost: 1 },
 });
