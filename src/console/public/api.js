@@ -7,14 +7,18 @@ import { inWords, UNREACHABLE } from "./words.js";
 // request, paths that name keys by their numeric id (never by keyId: that is the token), JSON both
 // ways. Only this origin is ever asked (the CSP's connect-src says so too), and no cookie goes along.
 
-export class ApiError extends Error {
+/**
+ * What a person is told when something is refused, by the API or by the console before it asks: its
+ * message is written for them. Any other error is the console's own fault, and is not shown as it is.
+ */
+export class Refused extends Error {
   /**
    * @param {string} message what went wrong, in words for a person
    * @param {{ status?: number, signedOut?: boolean }} [detail]
    */
   constructor(message, { status, signedOut = false } = {}) {
     super(message);
-    this.name = "ApiError";
+    this.name = "Refused";
     /** The answer's status, for the code that decides what to do next; never shown. */
     this.status = status;
     /** The key is not accepted (any more): the console signs out. */
@@ -37,7 +41,7 @@ export class ApiError extends Error {
  */
 export async function call(method, path, body, bearer = token()) {
   if (!isOwnPath(path)) throw new Error(`not a path of this origin: ${path}`);
-  if (!bearer) throw new ApiError(inWords({ status: 401, message: undefined, retryAfter: undefined, requestId: null }), { status: 401, signedOut: true });
+  if (!bearer) throw new Refused(inWords({ status: 401, message: undefined, retryAfter: undefined, requestId: null }), { status: 401, signedOut: true });
   /** @type {Record<string, string>} */
   const headers = { Authorization: `Bearer ${bearer}`, Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -48,7 +52,7 @@ export async function call(method, path, body, bearer = token()) {
       credentials: "omit", cache: "no-store", redirect: "error", referrerPolicy: "no-referrer",
     });
   } catch {
-    throw new ApiError(UNREACHABLE);
+    throw new Refused(UNREACHABLE);
   }
   const text = await response.text().catch(() => "");
   const json = parse(text);
@@ -59,7 +63,7 @@ export async function call(method, path, body, bearer = token()) {
       status: response.status, message, retryAfter: Number.isInteger(retry) && retry > 0 ? retry : undefined,
       requestId: response.headers.get("X-Request-Id"),
     });
-    throw new ApiError(words, { status: response.status, signedOut: response.status === 401 });
+    throw new Refused(words, { status: response.status, signedOut: response.status === 401 });
   }
   return { body: json, next: nextPage(response.headers.get("Link")) };
 }

@@ -1,7 +1,8 @@
 // @ts-check
 /* global document, HTMLElement */
 import { h } from "./dom.js";
-import { fail } from "./notice.js";
+import { Refused } from "./api.js";
+import { fail, inWordsOf } from "./notice.js";
 
 // Modal dialogs on the native <dialog>: showModal() makes the page behind it inert and closes it on
 // Escape; this adds what it leaves to the browser: Tab and Shift+Tab cycle within the dialog, focus goes
@@ -57,12 +58,11 @@ export function openDialog({ title, body = [], submit, cancel = "Cancel", danger
         result = await act();
         close();
       } catch (failure) {
-        const e = /** @type {{ message?: string, signedOut?: boolean }} */ (failure);
-        if (e.signedOut) {
+        if (failure instanceof Refused && failure.signedOut) {
           close();
           return fail(failure);
         }
-        error.textContent = e.message ?? "That did not work.";
+        error.textContent = inWordsOf(failure);
         submitButton.disabled = false;
         form.removeAttribute("aria-busy");
       }

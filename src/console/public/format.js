@@ -19,8 +19,9 @@ const UNITS = /** @type {const} */ ([
  */
 export function relative(at, now = new Date()) {
   const seconds = Math.round((at.getTime() - now.getTime()) / 1000);
+  // The largest unit the time nearly fills: 59 minutes 59 seconds from now is "in 1 hour", not "in 60 minutes".
   for (const [unit, size] of UNITS) {
-    if (Math.abs(seconds) >= size || unit === "second") return RELATIVE.format(Math.round(seconds / size), unit);
+    if (Math.abs(seconds) >= size * 0.95 || unit === "second") return RELATIVE.format(Math.round(seconds / size), unit);
   }
   return "";
 }

@@ -1,5 +1,5 @@
 // @ts-check
-import { call, keyPath } from "./api.js";
+import { call, keyPath, Refused } from "./api.js";
 import { openDialog } from "./dialog.js";
 import { h } from "./dom.js";
 import { announce, fail } from "./notice.js";
@@ -42,7 +42,7 @@ function nameField(id, label, value) {
 /** @param {string} name */
 function named(name) {
   const trimmed = name.trim();
-  if (!trimmed) throw new Error("Give the key a name.");
+  if (!trimmed) throw new Refused("Give the key a name.");
   return trimmed;
 }
 

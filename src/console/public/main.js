@@ -1,12 +1,12 @@
 // @ts-check
 /* global window, location, history */
-import { call } from "./api.js";
+import { call, Refused } from "./api.js";
 import { byId, fill, h } from "./dom.js";
 import { showEvents } from "./events.js";
 import { levelOf, scopeOf } from "./format.js";
 import { showKey } from "./key-view.js";
 import { showKeys } from "./keys.js";
-import { clearNotices, fail, SIGNED_OUT, warn } from "./notice.js";
+import { clearNotices, fail, inWordsOf, SIGNED_OUT, warn } from "./notice.js";
 import { forgetToken, keepToken, token } from "./session.js";
 import { showSignIn } from "./sign-in.js";
 import { showWebhooks } from "./webhooks.js";
@@ -84,10 +84,9 @@ async function start() {
     delete me.keyId;
     signedIn(me);
   } catch (error) {
-    const e = /** @type {{ message: string, signedOut?: boolean }} */ (error);
-    if (e.signedOut) return signOut(e.message);
+    if (error instanceof Refused && error.signedOut) return signOut(error.message);
     fill(view, h("button", { type: "button", onclick: () => void start() }, "Try again"));
-    warn(e.message);
+    warn(inWordsOf(error));
   }
 }
 

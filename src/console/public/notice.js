@@ -1,5 +1,6 @@
 // @ts-check
 /* global window, CustomEvent */
+import { Refused } from "./api.js";
 import { byId, fill } from "./dom.js";
 
 // The two notices at the top of the page: `status` (polite: what was done) and `alert` (assertive: what
@@ -33,13 +34,23 @@ export function signOut(why) {
 }
 
 /**
+ * What went wrong, in words: a refusal's own, or (for the console's own fault) a general one.
+ * @param {unknown} error
+ */
+export function inWordsOf(error) {
+  if (error instanceof Refused) return error.message;
+  // Kept for whoever opens the browser's developer tools; a person sees words.
+  globalThis.console.error(error);
+  return "Something went wrong in the console. Reload the page and try again.";
+}
+
+/**
  * Shows what went wrong; a key no longer accepted ends the session.
  * @param {unknown} error
  */
 export function fail(error) {
-  const e = /** @type {{ message?: string, signedOut?: boolean }} */ (error);
-  if (e.signedOut) {
+  if (error instanceof Refused && error.signedOut) {
     return signOut("The key you signed in with is no longer accepted: it was disabled, rotated, expired or deleted. Sign in with another key.");
   }
-  warn(e.message ?? "Something went wrong in the console. Reload the page and try again.");
+  warn(inWordsOf(error));
 }

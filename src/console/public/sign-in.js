@@ -1,5 +1,5 @@
 // @ts-check
-import { ApiError, call } from "./api.js";
+import { call, Refused } from "./api.js";
 import { byId, fill, h } from "./dom.js";
 import { keepToken, TOKEN_FORM } from "./session.js";
 
@@ -41,7 +41,7 @@ export function showSignIn(signedIn, why) {
       delete me.keyId;
       signedIn(me);
     } catch (failure) {
-      error.textContent = failure instanceof ApiError ? failure.message : "Signing in did not work. Reload the page and try again.";
+      error.textContent = failure instanceof Refused ? failure.message : "Signing in did not work. Reload the page and try again.";
       button.disabled = false;
       field.focus();
     }
