@@ -101,6 +101,8 @@ export async function startConsoleWorld(): Promise<ConsoleWorld> {
     db: database.db, secrets: { adminToken, masterKey: randomBytes(32) }, runtimeHeader: "X-SVC-APIKey", log,
     // The browsers come from 127.0.0.1 with an X-Forwarded-For of their own, so each is its own client.
     throttle: { failuresPerMinute: FAILURES_PER_MINUTE, now: () => 0 }, trustedProxies: parseTrustedProxies("127.0.0.1"),
+    // Last use is written twice a second rather than once a minute, so the page can show it.
+    lastUseFlushMs: 500,
   });
   // Every answer of the REST API the page receives is checked against /openapi.json, as in the other
   // HTTP suites; the console's own files are no part of the API, nor of its document.

@@ -264,6 +264,12 @@ describe.skipIf(missing !== undefined)(`the console in Chromium${missing ? ` (sk
     expect((await customer("GET", `/keys/${current.id}`)).status).toBe(404);
     expect((await world.as(current.keyId)("GET", "/keys/self")).status).toBe(401);
     await expect.poll(() => page.locator("#status").textContent()).toBe("Deleted “nightly-export”.");
+    // The list as changes leave it: a key replaced and working out its grace period beside the others,
+    // and the signed-in key's last use, as recorded.
+    const shownUse = await row(page, "platform-team").locator("td").nth(4).locator("time").getAttribute("datetime");
+    const recorded = (await customer("GET", "/keys?name=platform-team")).body[0].lastUsedAt;
+    expect(Date.parse(shownUse!)).toBeLessThanOrEqual(Date.parse(recorded));
+    await accessible(page, "keys-after-changes");
   });
 
   it("shows a key's policy, its live credits and next refill, the policies above it, and its events", async () => {

@@ -34,7 +34,7 @@ export function relative(at, now = new Date()) {
 export function when(iso, never = "never") {
   if (!iso) return h("span", { class: "muted" }, never);
   const at = new Date(iso);
-  return h("time", { datetime: iso, title: at.toISOString() }, `${DATE_TIME.format(at)} (${relative(at)})`);
+  return h("time", { datetime: iso, title: at.toISOString() }, DATE_TIME.format(at), h("span", { class: "ago" }, ` (${relative(at)})`));
 }
 
 /** @param {string} iso */

@@ -136,5 +136,5 @@ function row(key, session, changed) {
     h("td", {}, when(key.expiresAt)),
     h("td", {}, when(key.lastUsedAt)),
     h("td", { class: "policy" }, policySummary(key.policy)),
-    h("td", { class: "actions" }, ...actionButtons(key, session, changed)));
+    h("td", {}, h("div", { class: "row-actions" }, ...actionButtons(key, session, changed))));
 }
