@@ -54,10 +54,13 @@ export function consoleRoutes(): Router {
     secure(res);
     res.sendFile(asset, { root: PUBLIC });
   });
-  router.all(["/console", "/console/:asset"], (req, res, next) => {
-    if (req.method === "GET" || req.method === "HEAD") return next();
-    res.setHeader("Allow", "GET, HEAD");
-    sendError(res, "method_not_allowed", `${req.method} is not allowed here; allowed: GET, HEAD.`);
-  });
+  // One route per path, so that logs and metrics name each by its own pattern.
+  for (const path of ["/console", "/console/:asset"]) {
+    router.all(path, (req, res, next) => {
+      if (req.method === "GET" || req.method === "HEAD") return next();
+      res.setHeader("Allow", "GET, HEAD");
+      sendError(res, "method_not_allowed", `${req.method} is not allowed here; allowed: GET, HEAD.`);
+    });
+  }
   return router;
 }
