@@ -1,4 +1,5 @@
 import { directoryChannel } from "../store/directory-changes.ts";
+import { keyCatchUp } from "../store/key-catch-up.ts";
 import { keyChannel } from "../store/key-changes.ts";
 import { CREDITS_CHANNEL } from "../store/policies.ts";
 import type { Context } from "./context.ts";
@@ -8,14 +9,19 @@ import type { Context } from "./context.ts";
  * any process (this one included) leaves the verification cache, and an announcement about keys that
  * cannot be read empties it; any directory change empties the path answers and the entities'
  * policies; a balance set or changed gives up this process's lease of it; while announcements may be
- * missed, none trusts what it holds (docs/adr/0003, docs/adr/0008, docs/adr/0013). Resolves to what
+ * missed, none trusts what it holds (docs/adr/0003, docs/adr/0008, docs/adr/0013). Key changes have a
+ * record, the key event log: whenever the connection is (re)made, and at each check of it, what the
+ * announcements missed is read there and leaves the verification cache too (docs/adr/0014); the
+ * directory and balances have none, so their caches still start again from empty. Resolves to what
  * stops listening.
  */
 export function invalidateCachesOnChanges(ctx: Pick<Context, "db" | "keyCache" | "pathScopes" | "policies" | "meter">): Promise<() => Promise<void>> {
   const { keyCache, pathScopes, policies, meter } = ctx;
+  const keyChanged = (change: { hash: string }) => keyCache.invalidate(change.hash);
+  const keysMissed = () => keyCache.clear();
   return ctx.db.listen(
     {
-      ...keyChannel((change) => keyCache.invalidate(change.hash), () => keyCache.clear()),
+      ...keyChannel(keyChanged, keysMissed),
       ...directoryChannel(() => {
         pathScopes.clear();
         policies.clear();
@@ -28,5 +34,6 @@ export function invalidateCachesOnChanges(ctx: Pick<Context, "db" | "keyCache" |
       policies.listening(state);
       meter.listening(state);
     },
+    keyCatchUp(keyChanged, keysMissed),
   );
 }

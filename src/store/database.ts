@@ -7,6 +7,18 @@ export type ListenState = "lost" | "restored";
 /** What to do with a NOTIFY payload, by channel. */
 export type ChannelHandlers = Readonly<Record<string, (payload: string) => void>>;
 
+/**
+ * The record behind a channel's announcements, read on the listening connection itself: after each
+ * LISTEN (before `onReset("restored")`) and at each check of the connection, so that what the
+ * announcements missed while nobody listened is delivered all the same (docs/adr/0014). `read` throws
+ * when the connection fails (the listener then counts it lost).
+ */
+export interface CatchUp {
+  read(q: Queryable): Promise<void>;
+  /** The connection it read on is gone: the next read is on another, perhaps to another server. */
+  lost(): void;
+}
+
 export interface Queryable {
   /** One parameterised statement. */
   query<R extends Row = Row>(text: string, params?: readonly unknown[]): Promise<R[]>;
@@ -22,8 +34,9 @@ export interface Database extends Queryable {
    * Calls each channel's handler with each NOTIFY payload on that channel, all channels on one
    * connection (a process's connections are counted: docs/scaling.md). `onReset("lost")` says messages
    * may be missed from now on (the listening connection was lost, or stopped answering);
-   * `onReset("restored")` that it listens again, and that what was sent meanwhile is gone for good.
+   * `onReset("restored")` that it listens again, and that what was sent meanwhile is gone for good,
+   * but for what `catchUp` has read and delivered first.
    */
-  listen(channels: ChannelHandlers, onReset?: (state: ListenState) => void): Promise<() => Promise<void>>;
+  listen(channels: ChannelHandlers, onReset?: (state: ListenState) => void, catchUp?: CatchUp): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }

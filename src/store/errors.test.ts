@@ -17,6 +17,7 @@ describe("translateError", () => {
     ["a connection found broken before the statement", driverError({ message: "Client has encountered a connection error and is not queryable" }), StoreUnavailable],
     ["a connection exception (class 08)", driverError({ code: "08006" }), StoreUnavailable],
     ["too many connections (53300)", driverError({ code: "53300" }), StoreUnavailable],
+    ["a write refused by a standby or a read-only server (25006)", driverError({ code: "25006", message: "cannot execute INSERT in a read-only transaction" }), StoreUnavailable],
     ["the pool's connect time-out", driverError({ message: "timeout exceeded when trying to connect" }), StoreUnavailable],
     ["a connection terminated under a query", driverError({ message: "Connection terminated unexpectedly" }), StoreUnavailable],
     ["a query read time-out", driverError({ message: "Query read timeout" }), StoreUnavailable],

@@ -8,7 +8,10 @@ const UNIQUE_VIOLATION = "23505";
 // idle_session_timeout (57P05), idle_in_transaction_session_timeout (25P03); or the socket under it going.
 const SESSION_ENDED_CODES = new Set(["57P01", "57P02", "57P05", "25P03", "ECONNRESET", "EPIPE"]);
 const SESSION_ENDED_MESSAGES = /Connection terminated unexpectedly|Client has encountered a connection error/i;
-const UNREACHABLE_CODES = new Set([...SESSION_ENDED_CODES, "ECONNREFUSED", "ETIMEDOUT", "ENOTFOUND", "EHOSTUNREACH", "57P03", "53300"]);
+// A server that does not take writes (25006, read_only_sql_transaction: a standby, a primary made
+// read-only, or a connection that found itself on one) is not the database keyplane writes to: it
+// cannot be reached, as much as a server that is down (docs/high-availability.md).
+const UNREACHABLE_CODES = new Set([...SESSION_ENDED_CODES, "ECONNREFUSED", "ETIMEDOUT", "ENOTFOUND", "EHOSTUNREACH", "57P03", "53300", "25006"]);
 const UNREACHABLE_MESSAGES =
   /timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|PGlite is closed|pool after calling end|Query read timeout/i;
 // 57P05 ends a session only while it waits for a command, and PostgreSQL checks for it once more after

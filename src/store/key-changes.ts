@@ -1,4 +1,5 @@
 import type { ChannelHandlers, Database, ListenState } from "./database.ts";
+import { keyCatchUp } from "./key-catch-up.ts";
 
 // The database announces every change to a key's active, deleted_at or name on this channel, whoever
 // made it (the trigger api_keys_changed, migrations/0001_init.sql). This module owns that payload.
@@ -35,9 +36,11 @@ export function keyChannel(onChange: (change: KeyChange) => void, onUnreadable: 
 }
 
 /**
- * Calls `onChange` for each announced change, `onUnreadable` for a payload it cannot read (by default:
- * as if every announcement had been missed), and `onReset` when announcements may be missed ("lost")
- * and when they are heard again ("restored"). Resolves to what stops listening.
+ * Calls `onChange` for each announced change, and for each change the key event log shows that the
+ * announcements missed (key-catch-up.ts); `onUnreadable` for a payload it cannot read, or when the log
+ * cannot tell what was missed (by default: as if every announcement had been missed); and `onReset`
+ * when announcements may be missed ("lost") and when they are heard again ("restored"). Resolves to
+ * what stops listening.
  */
 export function listenForKeyChanges(
   db: Database,
@@ -45,5 +48,5 @@ export function listenForKeyChanges(
   onReset: (state: ListenState) => void,
   onUnreadable: () => void = () => onReset("restored"),
 ): Promise<() => Promise<void>> {
-  return db.listen(keyChannel(onChange, onUnreadable), onReset);
+  return db.listen(keyChannel(onChange, onUnreadable), onReset, keyCatchUp(onChange, onUnreadable));
 }

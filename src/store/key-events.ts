@@ -20,6 +20,9 @@ export interface EventValues {
 /**
  * An INSERT of one `action` event for each api_keys row of `source` (a CTE of the same statement,
  * RETURNING the changed rows), the key's name, type and scope as they are after the change.
+ *
+ * The listener's catch-up (key-catch-up.ts, docs/adr/0014) relies on this order: the change's own
+ * write (or row lock) comes first, so its transaction has its id before the event takes one.
  */
 export function recordEvents(source: string, action: KeyAction, v: EventValues): string {
   return `INSERT INTO key_events (at, action, key_id, key_name, key_type, tenant_id, domain_id, application_id, subscriber_id, actor, changes, request_id)

@@ -1,12 +1,15 @@
-import pg from "pg";
+import type pg from "pg";
 import type { Logger } from "pino";
 import { errorFields, StoreUnavailable } from "../domain/errors.ts";
-import type { ChannelHandlers, Database, ListenState, Queryable, Row } from "./database.ts";
+import type { Database, Queryable, Row } from "./database.ts";
 import { mayRetry, translated, translateError } from "./errors.ts";
+import { listenWithReconnect } from "./pg-listen.ts";
+import { PrimaryPool, type Primary } from "./pg-primary.ts";
 import { logged } from "./sql-log.ts";
 import { typeParsers } from "./timestamp.ts";
 
 export interface PostgresOptions {
+  /** One host, or several (docs/high-availability.md): then the primary among them is used. */
   connectionString: string;
   max?: number;
   log: Logger;
@@ -15,36 +18,52 @@ export interface PostgresOptions {
    * (KEYPLANE_DATABASE_TIMEOUT_MS). A connection whose statement timed out is discarded, not reused.
    */
   timeoutMs?: number;
-  /** How often the listening connection is checked, and how soon a lost one is tried again. */
+  /**
+   * How often the listening connection is checked, and how soon a lost one is tried again; also how
+   * soon, after no host answered as the primary, the hosts are asked again.
+   */
   listenCheckMs?: number;
 }
 
 export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_000, listenCheckMs = 250 }: PostgresOptions): Database {
-  const pool = new pg.Pool({
+  const primary = new PrimaryPool({
     connectionString,
-    max,
-    connectionTimeoutMillis: timeoutMs,
-    // Client-side, so that it also bounds a statement whose packets stall without a reset (a
-    // partition): the client gives up, and the pool discards the connection.
-    query_timeout: timeoutMs,
-    idleTimeoutMillis: 30_000,
-    application_name: "keyplane",
-    // Times come back in UTC, in the form typeParsers reads fastest.
-    options: "-c TimeZone=UTC",
-    types: typeParsers,
+    timeoutMs,
+    retryMs: listenCheckMs,
+    log,
+    pool: {
+      max,
+      connectionTimeoutMillis: timeoutMs,
+      // Client-side, so that it also bounds a statement whose packets stall without a reset (a
+      // partition): the client gives up, and the pool discards the connection.
+      query_timeout: timeoutMs,
+      idleTimeoutMillis: 30_000,
+      application_name: "keyplane",
+      // Times come back in UTC, in the form typeParsers reads fastest.
+      options: "-c TimeZone=UTC",
+      types: typeParsers,
+    },
+    // pg-pool listens for errors on idle connections only: the server ending the session of one
+    // checked out (a transaction between two statements) would emit 'error' with no listener, which
+    // ends the process. With this one, its next statement fails instead, and the connection is discarded.
+    onConnect: (client) => {
+      let reported = false;
+      client.on("error", (error) => {
+        if (!reported) log.warn({ err: errorFields(error) }, "database connection lost");
+        reported = true;
+      });
+    },
   });
-  // pg-pool listens for errors on idle connections only: the server ending the session of one checked
-  // out (a transaction between two statements) would emit 'error' with no listener, which ends the
-  // process. With this one, its next statement fails instead, and the connection is discarded.
-  pool.on("connect", (client) => {
-    let reported = false;
-    client.on("error", (error) => {
-      if (!reported) log.warn({ err: errorFields(error) }, "database connection lost");
-      reported = true;
-    });
-  });
-  // The pool's own report of an idle connection lost (it replaces it): logged by the listener above.
-  pool.on("error", () => undefined);
+  /** The primary's pool, and a failure there reported, so that the primary is looked for again. */
+  const onPrimary = async <T>(work: (p: Primary) => Promise<T>): Promise<T> => {
+    const p = await primary.primary();
+    try {
+      return await work(p);
+    } catch (error) {
+      primary.failed(p, error);
+      throw error;
+    }
+  };
 
   // The caller's answer waits no longer than `timeoutMs` in all, connection included: past it, it is
   // told the store is unavailable, while the statement runs on until its own time-out releases the
@@ -107,16 +126,20 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
   const pooled: Queryable = {
     query: <R extends Row>(text: string, params?: readonly unknown[]) =>
       logged(log, text, () =>
-        send<R>(pool, text, params).catch((error: unknown) => {
-          if (!mayRetry(error, text)) throw error;
-          log.info({ err: errorFields(error) }, "database connection lost under a statement: sent again");
-          return send<R>(pool, text, params);
-        }),
+        onPrimary(({ pool }) =>
+          send<R>(pool, text, params).catch((error: unknown) => {
+            if (!mayRetry(error, text)) throw error;
+            log.info({ err: errorFields(error) }, "database connection lost under a statement: sent again");
+            return send<R>(pool, text, params);
+          }),
+        ),
       ),
     exec: (script) =>
-      translated(async () => {
-        await pool.query(script);
-      }),
+      translated(() =>
+        onPrimary(async ({ pool }) => {
+          await pool.query(script);
+        }),
+      ),
   };
 
   return {
@@ -125,11 +148,11 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
     exec: (script) => inTime(() => pooled.exec(script)),
     transaction: (work) => {
       let late = false;
-      return inTime(() => translated(() => inTransaction(pool, on, work, () => late)), () => (late = true));
+      return inTime(() => translated(() => onPrimary(({ pool }) => inTransaction(pool, on, work, () => late))), () => (late = true));
     },
-    listen: (channels, onReset) => listenWithReconnect({ connectionString, channels, onReset, log, timeoutMs, checkMs: listenCheckMs }),
+    listen: (channels, onReset, catchUp) => listenWithReconnect({ primary, channels, onReset, catchUp, log, timeoutMs, checkMs: listenCheckMs }),
     async close() {
-      await pool.end();
+      await primary.close();
     },
   };
 }
@@ -178,86 +201,4 @@ async function begun(pool: pg.Pool, late: () => boolean, again = true): Promise<
     if (again && mayRetry(error, "BEGIN")) return begun(pool, late, false);
     throw error;
   }
-}
-
-interface ListenOptions {
-  connectionString: string;
-  channels: ChannelHandlers;
-  onReset?: (state: ListenState) => void;
-  log: Logger;
-  timeoutMs: number;
-  checkMs: number;
-}
-
-/**
- * LISTEN to every channel on one dedicated connection, checked every `checkMs` with a statement
- * bounded by `timeoutMs`: a connection that errors, or stops answering without closing (a partition),
- * is lost. Reported at once, then tried again every `checkMs` until the database answers: as soon as
- * it is back, listening is too (notifications sent meanwhile are gone for good, which the "restored"
- * report says).
- */
-async function listenWithReconnect(options: ListenOptions): Promise<() => Promise<void>> {
-  const { connectionString, channels, onReset, log, timeoutMs, checkMs } = options;
-  const names = Object.keys(channels);
-  let client: pg.Client | undefined;
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-
-  const connect = async (): Promise<pg.Client> => {
-    const next = new pg.Client({ connectionString, application_name: "keyplane-listen", connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
-    next.on("notification", (message) => {
-      if (Object.hasOwn(channels, message.channel)) channels[message.channel]!(message.payload ?? "");
-    });
-    next.on("error", (error) => {
-      if (client === next) lose(error);
-    });
-    try {
-      await next.connect();
-      for (const channel of names) await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-      return next;
-    } catch (error) {
-      next.end().catch(() => undefined);
-      throw error;
-    }
-  };
-
-  const lose = (error: unknown): void => {
-    const lost = client;
-    client = undefined;
-    lost?.end().catch(() => undefined);
-    if (stopped) return;
-    log.warn({ err: errorFields(error), channels: names }, "notification connection lost");
-    onReset?.("lost");
-  };
-
-  // One loop: while listening, check the connection; while not, try to listen again.
-  const tick = async (): Promise<void> => {
-    if (stopped) return;
-    if (client) {
-      const checked = client;
-      // Lost already if its 'error' came first: then it is not lost twice.
-      await checked.query("SELECT 1").catch((error: unknown) => {
-        if (client === checked) lose(error);
-      });
-    } else {
-      try {
-        const next = await connect();
-        if (stopped) return void next.end().catch(() => undefined);
-        client = next;
-        log.info({ channels: names }, "notification connection restored");
-        onReset?.("restored");
-      } catch {
-        // Still unreachable: the next tick tries again.
-      }
-    }
-    if (!stopped) timer = setTimeout(() => void tick(), checkMs);
-  };
-
-  client = await connect();
-  timer = setTimeout(() => void tick(), checkMs);
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await client?.end().catch(() => undefined);
-  };
 }
