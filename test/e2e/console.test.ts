@@ -331,6 +331,20 @@ describe.skipIf(missing !== undefined)(`the console in Chromium${missing ? ` (sk
     await expect.poll(() => shownRows()).toEqual(["rotated nightly-export"]);
   });
 
+  it("pages through a long list of keys", async () => {
+    const { page } = admin;
+    const customer = world.as(tokens.customer);
+    for (let i = 30; i < 50; i++) await customer("POST", "/keys", { name: `batch-${i}` });
+    const all = (await customer("GET", "/keys")).body.map((k: { name: string }) => k.name);
+    expect(all.length).toBeGreaterThan(50);
+    await page.getByRole("link", { name: "Keys" }).click();
+    const names = page.locator("tbody th[scope=row] a");
+    await expect.poll(() => names.count()).toBe(50);
+    await page.getByRole("button", { name: "Show more keys" }).click();
+    await expect.poll(() => names.allTextContents()).toEqual(all);
+    expect(await page.getByRole("button", { name: "Show more keys" }).isHidden()).toBe(true);
+  });
+
   it("leaves a place for webhooks, which this keyplane does not offer yet", async () => {
     const { page } = admin;
     await page.getByRole("link", { name: "Webhooks" }).click();
@@ -347,6 +361,18 @@ describe.skipIf(missing !== undefined)(`the console in Chromium${missing ? ` (sk
     await expect.poll(() => page.locator("#who").textContent()).toMatch(/sip-ops.*domain key, acme › sip\.acme\.example/);
     await page.goto(`${world.url}/console#/key/${(await world.as(tokens.customer)("GET", "/keys?name=media-ops")).body[0].id}`);
     await page.getByText("This key is not among the keys you may manage").waitFor();
+  });
+
+  it("signs out, saying why, when its key is disabled elsewhere", async () => {
+    const made = (await world.as(tokens.customer)("POST", "/keys", { name: "short-lived" })).body;
+    const { page } = await open("198.51.100.50");
+    await signIn(page, made.keyId);
+    expect((await world.as(tokens.customer)("PUT", `/keys/${made.id}`, { active: false })).status).toBe(200);
+    await page.getByRole("link", { name: "Events" }).click();
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    expect(await page.locator("form").getByRole("alert").textContent()).toContain("The key you signed in with is no longer accepted");
+    expect(await inPage(page, "sessionStorage.length")).toBe(0);
+    expect(await page.locator("#nav").isHidden()).toBe(true);
   });
 
   it("is used with the keyboard alone: Tab, Enter and Escape, focus always visible, kept inside dialogs", async () => {
