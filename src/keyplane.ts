@@ -14,6 +14,8 @@ import { KeyCache, type KeyCacheOptions } from "./services/key-cache.ts";
 import { KeyInserts } from "./services/key-inserts.ts";
 import { EXPIRY_SWEEP_MS, sweepExpiries } from "./services/expiry-sweep.ts";
 import { LAST_USE_FLUSH_MS, LastUse } from "./services/last-use.ts";
+import { GITHUB_KEYS_URL, GithubKeys } from "./services/github-keys.ts";
+import { DEFAULT_LEAK_SETTINGS, type LeakSettings } from "./services/leaks.ts";
 import { isReady } from "./services/health.ts";
 import { Metrics } from "./services/metrics.ts";
 import { every } from "./services/periodic.ts";
@@ -58,6 +60,8 @@ export interface KeyplaneOptions {
   metrics?: boolean;
   /** Leases of rate limits and credits (docs/adr/0013): how long unspent credits stay unused before they go back (1 s). */
   meter?: PolicyMeterOptions;
+  /** Leak response (docs/leaks.md): the default policy and grace, where GitHub's signing keys are, and how they are fetched. */
+  leaks?: Partial<LeakSettings> & { githubKeysUrl?: string; fetch?: typeof globalThis.fetch };
 }
 
 export interface Keyplane {
@@ -85,7 +89,9 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   const meter = new PolicyMeter(sqlCounters(db), clock, log, options.meter);
   const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), keyCache, keyInserts: new KeyInserts(db), lastUse,
     throttle: new Throttle(options.throttle ?? { failuresPerMinute: 60 }), pathScopes: new PathScopeCache(options.pathScopes),
-    policies: new PolicyChains(db, log), meter, clock, log, migrations };
+    policies: new PolicyChains(db, log), meter, clock, log, migrations,
+    leaks: { policy: options.leaks?.policy ?? DEFAULT_LEAK_SETTINGS.policy, graceSeconds: options.leaks?.graceSeconds ?? DEFAULT_LEAK_SETTINGS.graceSeconds },
+    githubKeys: new GithubKeys({ url: options.leaks?.githubKeysUrl ?? GITHUB_KEYS_URL, clock, log, fetch: options.leaks?.fetch }) };
   if (options.metrics) ctx.metrics = new Metrics({ keyCache: () => keyCache.stats(), databaseUp: () => isReady(ctx), meter: () => meter.stats() });
   const unlisten = await invalidateCachesOnChanges(ctx);
   const trustedProxies = options.trustedProxies ?? parseTrustedProxies("");

@@ -2,16 +2,23 @@ import type { KeyType } from "./model.ts";
 
 // The record of every change to a key (docs/api.md, "Events"): append-only, written in the same
 // transaction as the change, and never holding a token.
-export const KEY_ACTIONS = ["created", "updated", "rotated", "deleted", "expired"] as const;
+export const KEY_ACTIONS = ["created", "updated", "rotated", "deleted", "expired", "leaked"] as const;
 export type KeyAction = (typeof KEY_ACTIONS)[number];
 
-/** Who made a change: a key (through the REST API), the admin, the operator for an ApiKey, the runtime, or keyplane itself. */
+/**
+ * Who made a change: a key (through the REST API), the admin, the operator for an ApiKey, the runtime,
+ * keyplane itself, or a scanner's leak report (docs/leaks.md).
+ */
 export type Actor =
   | { type: "key"; id: number; name: string }
   | { type: "admin" }
   | { type: "operator"; apiKey: string }
   | { type: "runtime" }
-  | { type: "system" };
+  | { type: "system" }
+  | { type: "scanner"; name: ScannerName };
+
+/** Who reported a leak: GitHub's secret scanning (POST /leaks/github), or another scanner through the admin (POST /admin/leaks). */
+export type ScannerName = "github" | "admin";
 
 /** The actor of a change and the request that carried it, if any: what every use case that changes a key is given. */
 export interface Author {
@@ -23,9 +30,15 @@ export const ADMIN: Author = { actor: { type: "admin" }, requestId: null };
 export const RUNTIME: Author = { actor: { type: "runtime" }, requestId: null };
 export const SYSTEM: Author = { actor: { type: "system" }, requestId: null };
 export const operator = (apiKey: string): Author => ({ actor: { type: "operator", apiKey }, requestId: null });
+export const scanner = (name: ScannerName, requestId: string | null): Author => ({ actor: { type: "scanner", name }, requestId });
 
 /** A changed field's value before and after; times as RFC 3339 text, as the API shows them. */
 export type Changes = Record<string, [unknown, unknown]>;
+
+/** A `leaked` event's changes: not a field's before and after, but where the token was found (docs/leaks.md). */
+export interface LeakChanges {
+  leak: { url: string | null; source: string | null };
+}
 
 /** The key an event is about, as it was after the change. */
 export interface EventKey {
@@ -44,7 +57,7 @@ export interface KeyEvent {
   action: KeyAction;
   key: EventKey;
   actor: Actor;
-  changes: Changes;
+  changes: Changes | LeakChanges;
   requestId: string | null;
 }
 

@@ -1,10 +1,12 @@
 import type { Logger } from "pino";
 import type { Sealer } from "../domain/seal.ts";
 import type { Database } from "../store/database.ts";
+import type { GithubKeys } from "./github-keys.ts";
 import type { Migration } from "../store/migrate.ts";
 import type { KeyCache } from "./key-cache.ts";
 import type { KeyInserts } from "./key-inserts.ts";
 import type { LastUse } from "./last-use.ts";
+import type { LeakSettings } from "./leaks.ts";
 import type { Metrics } from "./metrics.ts";
 import type { PathScopeCache } from "./path-scope-cache.ts";
 import type { PolicyChains } from "./policy-chain.ts";
@@ -28,6 +30,10 @@ export interface Context {
   policies: PolicyChains;
   /** This process's leases of rate limits and credits (docs/adr/0013). */
   meter: PolicyMeter;
+  /** What a leak report does where no policy says (docs/leaks.md). */
+  leaks: LeakSettings;
+  /** GitHub's keys that sign secret scanning reports. */
+  githubKeys: GithubKeys;
   /** The Prometheus metrics; absent where nothing serves them. */
   metrics?: Metrics;
   clock: () => Date;

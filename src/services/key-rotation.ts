@@ -1,9 +1,10 @@
 import { conflict } from "../domain/errors.ts";
 import { expiryOf, requireFuture } from "../domain/expiry.ts";
 import { changesBetween, type Author } from "../domain/key-event.ts";
-import type { Key } from "../domain/model.ts";
+import type { Key, StoredKey } from "../domain/model.ts";
 import type { Scope } from "../domain/scope.ts";
-import { keyLockById, keyRotate } from "../store/keys.ts";
+import type { Queryable } from "../store/database.ts";
+import { keyLockById, keyRotate, type KeyInsert } from "../store/keys.ts";
 import type { Context } from "./context.ts";
 import { findKey, keyNotFound, mintToken, withToken, type ExpiryRequest } from "./keys.ts";
 
@@ -30,23 +31,34 @@ export async function rotateKey(ctx: Context, target: Scope, ref: string, req: R
     const old = await keyLockById(tx, found.id, now);
     if (!old) throw keyNotFound();
     if (old.replacedBy !== null) throw conflict(`This key was already rotated: key ${old.replacedBy} replaced it.`);
-    const graceEnd = new Date(now.getTime() + (req.gracePeriodSeconds ?? 0) * 1000);
-    const expiresAt = old.expiresAt !== null && old.expiresAt < graceEnd ? old.expiresAt : graceEnd;
-    return keyRotate(
-      tx,
-      { id: old.id, expiresAt },
-      { ...minted, expiresAt: successorExpiresAt },
-      by,
-      {
-        rotated: changesBetween(old, { ...old, expiresAt }),
-        created: changesBetween(undefined, { name: old.name, active: old.active, expiresAt: successorExpiresAt, replacedBy: null }),
-      },
-      now,
-    );
+    return rotateLocked(tx, old, { ...minted, expiresAt: successorExpiresAt }, req.gracePeriodSeconds ?? 0, by, now);
   });
   ctx.metrics?.keyEvents("rotated");
   ctx.metrics?.keyEvents("created");
   // The old key now expires (at once, with no grace): this process must not serve it from its cache.
   ctx.keyCache.invalidate(found.hash.toString("hex"));
   return withToken(successor, token);
+}
+
+/**
+ * The rotation of a key that `tx` has locked (keyLockById) and nothing has replaced: what rotateKey
+ * does, and a leak report's `rotate` (services/leaks.ts). The caller counts the events and drops the
+ * old key from its cache once the transaction is committed.
+ */
+export function rotateLocked(
+  tx: Queryable, old: StoredKey, successor: Pick<KeyInsert, "hash" | "sealed" | "expiresAt">, graceSeconds: number, by: Author, now: Date,
+): Promise<StoredKey> {
+  const graceEnd = new Date(now.getTime() + graceSeconds * 1000);
+  const expiresAt = old.expiresAt !== null && old.expiresAt < graceEnd ? old.expiresAt : graceEnd;
+  return keyRotate(
+    tx,
+    { id: old.id, expiresAt },
+    successor,
+    by,
+    {
+      rotated: changesBetween(old, { ...old, expiresAt }),
+      created: changesBetween(undefined, { name: old.name, active: old.active, expiresAt: successor.expiresAt, replacedBy: null }),
+    },
+    now,
+  );
 }

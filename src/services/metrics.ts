@@ -1,6 +1,8 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { KeyAction } from "../domain/key-event.ts";
-import { KEY_ACTIONS } from "../domain/key-event.ts";
+import { KEY_ACTIONS, type ScannerName } from "../domain/key-event.ts";
+import type { LeakLabel } from "../domain/leak-report.ts";
+import { LEAK_POLICIES, type LeakPolicy } from "../domain/policy/policy.ts";
 import type { AuthEndpoint, AuthOutcome } from "./auth-outcome.ts";
 import type { KeyCacheStats } from "./key-cache.ts";
 import type { MeterStats } from "./policy-meter.ts";
@@ -44,6 +46,8 @@ export class Metrics {
   readonly #reconcileDurations: Histogram;
   readonly #ready: Gauge<"namespace" | "name" | "condition">;
   readonly #leader: Gauge;
+  readonly #leakReports: Counter<"scanner" | "label">;
+  readonly #leakActions: Counter<"policy">;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -81,6 +85,11 @@ export class Metrics {
     this.#ready = new Gauge({ name: "keyplane_apikey_ready_status", help: "1 while the ApiKey's condition is True, else 0", labelNames: ["namespace", "name", "condition"], registers });
     this.#leader = new Gauge({ name: "keyplane_operator_leader", help: "1 while this replica holds the operator's Lease", registers });
     this.#leader.set(0);
+    // Leak reports (docs/leaks.md): a true positive is a key of ours in public; each live one is acted on once.
+    this.#leakReports = new Counter({ name: "keyplane_leak_reports_total", help: "Tokens reported leaked, by scanner (github, admin) and label", labelNames: ["scanner", "label"], registers });
+    this.#leakActions = new Counter({ name: "keyplane_leak_actions_total", help: "Live keys a leak report acted on, by the leak policy that acted", labelNames: ["policy"], registers });
+    for (const scanner of ["github", "admin"] as const) for (const label of ["true_positive", "false_positive"] as const) this.#leakReports.labels(scanner, label);
+    for (const policy of LEAK_POLICIES) this.#leakActions.labels(policy);
   }
 
   authentication(endpoint: AuthEndpoint, result: AuthOutcome): void {
@@ -123,6 +132,14 @@ export class Metrics {
 
   policyDecision(result: PolicyDecision): void {
     this.#decisions[result]++;
+  }
+
+  leakReport(scanner: ScannerName, label: LeakLabel): void {
+    this.#leakReports.labels(scanner, label).inc();
+  }
+
+  leakAction(policy: LeakPolicy): void {
+    this.#leakActions.labels(policy).inc();
   }
 
   keyEvents(action: KeyAction, count = 1): void {

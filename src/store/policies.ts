@@ -125,6 +125,7 @@ export function orderedPolicy(p: Policy): Policy {
     }
     ordered.credits = c;
   }
+  put(ordered, "leakPolicy", p.leakPolicy);
   return ordered as Policy;
 }
 

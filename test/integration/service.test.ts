@@ -13,6 +13,8 @@ import { Throttle } from "../../src/services/throttle.ts";
 import { PolicyChains } from "../../src/services/policy-chain.ts";
 import { PolicyMeter, sqlCounters } from "../../src/services/policy-meter.ts";
 import { PathScopeCache } from "../../src/services/path-scope-cache.ts";
+import { GITHUB_KEYS_URL, GithubKeys } from "../../src/services/github-keys.ts";
+import { DEFAULT_LEAK_SETTINGS } from "../../src/services/leaks.ts";
 import { loadMigrations } from "../../src/store/migrate.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
 import { captureLogger, startService, type TestService } from "../support/service.ts";
@@ -78,7 +80,8 @@ describe("a PostgreSQL server that cannot be reached", () => {
     const keyCache = new KeyCache(db);
     const ctx = { db, sealer: createSealer(randomBytes(32)), keyCache, keyInserts: new KeyInserts(db), lastUse: new LastUse(db, keyCache, log),
       throttle: new Throttle({ failuresPerMinute: 60 }), pathScopes: new PathScopeCache(), policies: new PolicyChains(db, log), meter: new PolicyMeter(sqlCounters(db), () => new Date(), log),
-      clock: () => new Date(), log, migrations: await loadMigrations() };
+      clock: () => new Date(), log, migrations: await loadMigrations(),
+      leaks: DEFAULT_LEAK_SETTINGS, githubKeys: new GithubKeys({ url: GITHUB_KEYS_URL, clock: () => new Date(), log }) };
     const trustedProxies = parseTrustedProxies("");
     const app = createApp(ctx, { adminToken: "a".repeat(32), runtime: { header: "X-SVC-APIKey", timeoutMs: 10_000 }, version: "test", trustedProxies, auth: new AuthHandler(ctx, trustedProxies) });
     try {

@@ -20,6 +20,7 @@ describe("compilePolicy", () => {
     ["an empty policy", {}],
     ["credits at their bounds", { credits: { remaining: 0, refill: { amount: 1_000_000_000_000, interval: "monthly", day: 31 } } }],
     ["the most credits, refilled daily", { credits: { remaining: 1_000_000_000_000, refill: { amount: 1, interval: "daily" } } }],
+    ...(["disable", "rotate", "notify"] as const).map((leakPolicy) => [`a leak policy of ${leakPolicy} alone`, { leakPolicy }] as [string, Policy]),
   ] satisfies [string, Policy][])("takes %s", (_name, policy) => expect(compilePolicy(policy).ok).toBe(true));
 
   it.each([
@@ -32,6 +33,8 @@ describe("compilePolicy", () => {
     ["a refill day of 0", { credits: { remaining: 1, refill: { amount: 1, interval: "monthly", day: 0 } } }, /^credits\.refill\.day: must be a whole number from 1 to 31/],
     ["a refill day of 32", { credits: { remaining: 1, refill: { amount: 1, interval: "monthly", day: 32 } } }, /^credits\.refill\.day: /],
     ["a weekly refill", { credits: { remaining: 1, refill: { amount: 1, interval: "weekly" as "daily" } } }, /^credits\.refill\.interval: must be "daily" or "monthly"/],
+    ["a leak policy it does not know", { leakPolicy: "delete" as "disable" }, /^leakPolicy: must be one of "disable", "rotate", "notify"$/],
+    ["a leak policy in another case", { leakPolicy: "Rotate" as "rotate" }, /^leakPolicy: /],
   ] satisfies [string, Policy, RegExp][])("refuses %s", (_name, policy, reason) => {
     const compiled = compilePolicy(policy);
     expect(compiled.ok).toBe(false);

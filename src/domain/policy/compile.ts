@@ -1,5 +1,5 @@
 import { integerProblem } from "./entries.ts";
-import { CREDITS_REMAINING, REFILL_AMOUNT, REFILL_DAY, type Credits, type Parsed, type Policy } from "./policy.ts";
+import { CREDITS_REMAINING, LEAK_POLICIES, REFILL_AMOUNT, REFILL_DAY, type Credits, type Parsed, type Policy } from "./policy.ts";
 import { compileRateLimits, type CompiledRateLimit } from "./ratelimits.ts";
 import { compileRestrictions, type CompiledRestrictions } from "./restrictions.ts";
 
@@ -28,6 +28,10 @@ export function compilePolicy(policy: Policy): Parsed<CompiledPolicy> {
     const problem = creditsProblem(policy.credits);
     if (problem !== undefined) return { ok: false, reason: problem };
     compiled.credits = policy.credits;
+  }
+  // Checked here, never compiled: a leak report reads it from the stored policy, a verification never does.
+  if (policy.leakPolicy !== undefined && !(LEAK_POLICIES as readonly unknown[]).includes(policy.leakPolicy)) {
+    return { ok: false, reason: `leakPolicy: must be one of ${LEAK_POLICIES.map((p) => `"${p}"`).join(", ")}` };
   }
   return { ok: true, value: compiled };
 }

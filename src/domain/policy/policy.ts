@@ -1,14 +1,20 @@
 import type { Level } from "../scope.ts";
 
 // A policy, on a key or on a directory entity (docs/api.md, "Key policy"): from where a key may be used
-// (restrictions), how fast (rate limits) and how much (credits). Every part is optional; the parts a
-// later feature adds (what to do when a key leaks) join this shape beside them.
+// (restrictions), how fast (rate limits) and how much (credits), and what happens to a key reported
+// leaked (docs/leaks.md). Every part is optional.
 
 export interface Policy {
   restrictions?: Restrictions | undefined;
   ratelimits?: readonly RateLimit[] | undefined;
   credits?: Credits | undefined;
+  /** What a leak report does to a live key: the nearest one set binds, not the strictest (domain/leak-policy.ts). */
+  leakPolicy?: LeakPolicy | undefined;
 }
+
+/** disable: the key is disabled; rotate: rotated, the old token retired; notify: only the `leaked` event. */
+export const LEAK_POLICIES = ["disable", "rotate", "notify"] as const;
+export type LeakPolicy = (typeof LEAK_POLICIES)[number];
 
 /** Each kind given must match the request, by one of its entries. */
 export interface Restrictions {
