@@ -74,4 +74,26 @@ describe("loadConfig", () => {
       expect(() => loadConfig({ KEYPLANE_LEASE_DURATION_SECONDS: "soon" })).toThrow(/KEYPLANE_LEASE_DURATION_SECONDS/);
     });
   });
+
+  describe("leak response's settings", () => {
+    it("rotates at once and reads GitHub's own key list by default", () => {
+      expect(loadConfig({ HOME: "/nonexistent" }).leaks).toEqual({
+        policy: "rotate", graceSeconds: 0, githubKeysUrl: "https://api.github.com/meta/public_keys/secret_scanning",
+      });
+    });
+
+    it("reads a policy, a grace period and a key list's URL", () => {
+      const env = { HOME: "/nonexistent", KEYPLANE_LEAK_POLICY: "notify", KEYPLANE_LEAK_GRACE_SECONDS: "300", KEYPLANE_GITHUB_KEYS_URL: "http://127.0.0.1:9/keys" };
+      expect(loadConfig(env).leaks).toEqual({ policy: "notify", graceSeconds: 300, githubKeysUrl: "http://127.0.0.1:9/keys" });
+    });
+
+    it.each([
+      ["a policy it does not know", { KEYPLANE_LEAK_POLICY: "delete" }, /KEYPLANE_LEAK_POLICY/],
+      ["a grace period over thirty days", { KEYPLANE_LEAK_GRACE_SECONDS: "2592001" }, /KEYPLANE_LEAK_GRACE_SECONDS/],
+      ["a negative grace period", { KEYPLANE_LEAK_GRACE_SECONDS: "-1" }, /KEYPLANE_LEAK_GRACE_SECONDS/],
+      ["a key list that is no http(s) URL", { KEYPLANE_GITHUB_KEYS_URL: "file:///etc/keys" }, /KEYPLANE_GITHUB_KEYS_URL must be an http\(s\) URL/],
+    ])("refuses %s", (_name, env, message) => {
+      expect(() => loadConfig({ HOME: "/nonexistent", ...env })).toThrow(message);
+    });
+  });
 });

@@ -4,8 +4,11 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { GRACE_PERIOD_SECONDS } from "./domain/expiry.ts";
+import { LEAK_POLICIES, type LeakPolicy } from "./domain/policy/policy.ts";
 import { parseMasterKey } from "./domain/seal.ts";
 import { parseTrustedProxies, type TrustedProxies } from "./http/client-address.ts";
+import { GITHUB_KEYS_URL } from "./services/github-keys.ts";
 
 // Every setting keyplane reads from the environment is read and checked here, and only here
 // (README.md, "Configuration"); the rest of the code takes what it needs as arguments.
@@ -33,6 +36,11 @@ const env = z.object({
   // Up to a billion, more than a process answers in a minute: in effect no throttling, for a keyplane
   // whose callers limit their own rates. The throttle's memory follows the failures, not the limit.
   KEYPLANE_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000_000).default(60),
+  // Leak response (docs/leaks.md): what a report does where no policy says, and where GitHub's keys are.
+  KEYPLANE_LEAK_POLICY: z.enum(LEAK_POLICIES).default("rotate"),
+  KEYPLANE_LEAK_GRACE_SECONDS: z.coerce.number().int().min(GRACE_PERIOD_SECONDS.min).max(GRACE_PERIOD_SECONDS.max).default(0),
+  KEYPLANE_GITHUB_KEYS_URL: z.url({ protocol: /^https?$/, error: "KEYPLANE_GITHUB_KEYS_URL must be an http(s) URL" })
+    .default(GITHUB_KEYS_URL),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   // The operator's (docs/operator.md).
   POD_NAME: z.string().min(1).optional(),
@@ -78,6 +86,8 @@ export interface Config {
   /** Where GET /metrics is served (on HOST); undefined: no metrics (KEYPLANE_METRICS_PORT). */
   metricsPort: number | undefined;
   operator: OperatorConfig;
+  /** Leak response: the default leak policy, a leak rotation's grace, GitHub's key list (docs/leaks.md). */
+  leaks: { policy: LeakPolicy; graceSeconds: number; githubKeysUrl: string };
   logLevel: string;
 }
 
@@ -110,6 +120,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       leaseDurationMs: e.KEYPLANE_LEASE_DURATION_SECONDS !== undefined ? e.KEYPLANE_LEASE_DURATION_SECONDS * 1000 : undefined,
       resyncMs: e.KEYPLANE_RESYNC_SECONDS !== undefined ? e.KEYPLANE_RESYNC_SECONDS * 1000 : undefined,
     },
+    leaks: { policy: e.KEYPLANE_LEAK_POLICY, graceSeconds: e.KEYPLANE_LEAK_GRACE_SECONDS, githubKeysUrl: e.KEYPLANE_GITHUB_KEYS_URL },
     logLevel: e.LOG_LEVEL,
   };
 }

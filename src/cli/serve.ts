@@ -27,7 +27,8 @@ export async function serve(config: Config): Promise<void> {
   }
   const db = await openDatabase(config, log);
   const keyplane = await createKeyplane({ db, secrets, runtimeHeader: config.runtimeHeader, log, keyCache: { staleMs: config.staleMs },
-    throttle: { failuresPerMinute: config.authFailuresPerMinute }, trustedProxies: config.trustedProxies, metrics: config.metricsPort !== undefined });
+    throttle: { failuresPerMinute: config.authFailuresPerMinute }, trustedProxies: config.trustedProxies, metrics: config.metricsPort !== undefined,
+    leaks: config.leaks });
   const http = await listen(keyplane.app, config.port, config.host);
   const metrics = keyplane.metrics && config.metricsPort !== undefined ? await listen(metricsHandler(keyplane.metrics), config.metricsPort, config.host) : undefined;
   const operator = await startOperator(config.operator, keyplane.ctx, log);
