@@ -35,6 +35,8 @@ describe("policyObject", () => {
     ["a refill on day 32", { credits: { remaining: 1, refill: { amount: 1, interval: "monthly", day: 32 } } }, /day must be at most 31/],
     ["a refill of nothing", { credits: { remaining: 1, refill: { amount: 0, interval: "daily" } } }, /amount must be at least 1/],
     ["credits as text", { credits: { remaining: "10" } }, /remaining must be a number/],
+    ["a leak policy it does not know", { leakPolicy: "revoke" }, /leakPolicy: /],
+    ["a leak policy that is not text", { leakPolicy: true }, /leakPolicy: /],
   ])("refuses %s", (_what, value, message) => {
     expect(issue(value)).toMatch(message);
   });
@@ -47,6 +49,8 @@ describe("policyObject", () => {
       credits: { remaining: 1e12, refill: { amount: 1e12, interval: "monthly", day: 31 } },
     }],
     ["credits of 0 without a refill", { credits: { remaining: 0 } }],
+    ["a leak policy alone", { leakPolicy: "notify" }],
+    ["a leak policy beside limits", { ratelimits: [limit()], leakPolicy: "disable" }],
   ])("takes %s as it is", (_what, value) => {
     expect(policyObject.parse(value)).toEqual(value);
   });

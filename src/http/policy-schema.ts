@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { compilePolicy } from "../domain/policy/compile.ts";
 import {
-  CREDITS_REMAINING, LIST_ENTRIES, METHOD, RATELIMIT_LIMIT, RATELIMIT_NAME, RATELIMITS_MAX, REFILL_AMOUNT, REFILL_DAY, WINDOW_SECONDS,
+  CREDITS_REMAINING, LEAK_POLICIES, LIST_ENTRIES, METHOD, RATELIMIT_LIMIT, RATELIMIT_NAME, RATELIMITS_MAX, REFILL_AMOUNT, REFILL_DAY, WINDOW_SECONDS,
   type Policy,
 } from "../domain/policy/policy.ts";
 import { TEXT, TEXT_RULE } from "../domain/text.ts";
@@ -59,6 +59,10 @@ export const policyObject: z.ZodType<Policy> = z.strictObject({
   ratelimits: z.array(ratelimit).max(RATELIMITS_MAX, `must have at most ${RATELIMITS_MAX} entries`).optional()
     .describe("Names unique within the policy."),
   credits: credits.optional(),
+  leakPolicy: z.enum(LEAK_POLICIES).optional()
+    .describe("What a leak report (docs/leaks.md) does to a live key this policy binds: disable it, rotate it (the old token retired after " +
+      "KEYPLANE_LEAK_GRACE_SECONDS) or only record the `leaked` event. The nearest policy that sets it decides, the key's own first; " +
+      "unlike the other parts, an entity's does not bind the keys below it against a looser one. Unset everywhere: KEYPLANE_LEAK_POLICY."),
 }).superRefine((policy, ctx) => {
   const compiled = compilePolicy(policy);
   if (!compiled.ok) ctx.addIssue({ code: "custom", message: compiled.reason });
