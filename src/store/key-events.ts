@@ -38,10 +38,11 @@ export const eventParams = (author: Author, changes: Changes): [string, string, 
   author.requestId,
 ];
 
-const EVENT_COLUMNS = `e.id, e.at, e.action, e.key_id, e.key_name, e.key_type, e.tenant_id, e.domain_id, e.application_id,
+/** An event's columns, of alias `e`, as eventFrom reads them (webhook-deliveries.ts joins them to a delivery). */
+export const EVENT_COLUMNS = `e.id, e.at, e.action, e.key_id, e.key_name, e.key_type, e.tenant_id, e.domain_id, e.application_id,
   e.subscriber_id, e.actor, e.changes, e.request_id`;
 
-function eventFrom(row: Row): KeyEvent {
+export function eventFrom(row: Row): KeyEvent {
   return {
     // bigint: the drivers give text or a BigInt; ids stay far below 2^53.
     id: Number(row.id),
