@@ -14,6 +14,7 @@ import { verifyRoutes } from "./verify-routes.ts";
 import { authRoutes, type AuthHandler } from "./auth-routes.ts";
 import type { TrustedProxies } from "./client-address.ts";
 import { keyPathRequest } from "./key-path-request.ts";
+import { githubAuthenticator, leakBodies, leakRoutes } from "./leak-routes.ts";
 import { consoleRoutes } from "../console/console-routes.ts";
 import { openApiDocument } from "./openapi.ts";
 import { logWhenAnswered, REQUEST_ID, requestId } from "./request-log.ts";
@@ -43,6 +44,7 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
     next();
   });
   app.use(requireJsonBody);
+  app.use(leakBodies());
   app.use(express.json({ limit: BODY_LIMIT, strict: false, type: isJson }));
 
   const routes: Route[] = [];
@@ -53,6 +55,7 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
     ...keysRoutes(ctx),
     ...verifyRoutes(ctx, options.trustedProxies),
     ...authRoutes(options.auth),
+    ...leakRoutes(ctx),
   );
   const router = express.Router({ caseSensitive: true, strict: false });
   mount(router, routes, {
@@ -62,6 +65,7 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
     admin: async (req) => {
       if (!isAdminToken(req.headers.authorization, options.adminToken)) throw unauthorized("The admin token is required.");
     },
+    github: githubAuthenticator(ctx),
   });
   app.use(consoleRoutes());
   app.use(router);

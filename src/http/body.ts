@@ -10,5 +10,18 @@ export function isJson(req: IncomingMessage): boolean {
   return /^application\/([a-z0-9.+-]*\+)?json$/i.test((req.headers["content-type"] ?? "").split(";")[0]!.trim());
 }
 
-/** The largest request body keyplane reads (docs/api.md, "Errors"). */
+/** The largest request body keyplane reads (docs/api.md, "Errors"), but on LARGE_BODY_PATHS. */
 export const BODY_LIMIT = 16 * 1024;
+
+/** Leak reports carry up to 1,000 tokens (docs/leaks.md): their paths take bodies up to 1 MiB. */
+export const LARGE_BODY_LIMIT = 1024 * 1024;
+export const LARGE_BODY_PATHS: readonly string[] = ["/leaks/github", "/admin/leaks"];
+
+/** The body limit of a request, by its path as the router matches it: exactly, or with one trailing slash. */
+export function bodyLimitOf(req: IncomingMessage): number {
+  const path = (req.url ?? "").split("?")[0]!;
+  return req.method === "POST" && LARGE_BODY_PATHS.some((p) => path === p || path === `${p}/`) ? LARGE_BODY_LIMIT : BODY_LIMIT;
+}
+
+/** The limit as a 413's message says it. */
+export const limitText = (limit: number) => (limit >= 1024 * 1024 ? `${limit / (1024 * 1024)} MiB` : `${limit / 1024} KiB`);

@@ -61,6 +61,8 @@ export const API_EXAMPLES = {
     valid: true, code: "VALID", key: { ...withoutKeyId(key), level: "domain" },
     ratelimits: [{ name: "calls", scope: "customer", limit: 100, remaining: 42, reset: 1, exceeded: false }], credits: { remaining: 9958 },
   },
+  // The key billing's token found in a public repository: it is a keyplane key (docs/leaks.md).
+  LeakLabel: { token_hash: "c840d4031673276276c95b360ac4ec86945202e7fb35bb5f58c4998d4bca0631", token_type: "keyplane_api_key", label: "true_positive" },
   /** Request bodies, by operationId; a key's provisioning and update bodies are the same everywhere. */
   requests: {} as Record<string, unknown>,
 };
@@ -82,5 +84,10 @@ Object.assign(API_EXAMPLES.requests, {
   provisionBootstrapKey: { name: "backend" },
   rotateSelfKey: rotate,
   invokeApplication: { call: "+12125550100" },
+  reportGithubLeaks: [{
+    token: "XI0123456789ABCDEF0123456789AB7798", type: "keyplane_api_key",
+    url: "https://github.com/octocat/Hello-World/blob/12345600b9cbe38a219f39a9941c9319b600c002/config.env", source: "content",
+  }],
+  reportLeaks: { tokens: ["XI0123456789ABCDEF0123456789AB7798"], url: "https://paste.example/a1b2c3", source: "paste site" },
   verifyKey: { key: "XI0123456789ABCDEF0123456789AB7798", path: "/customers/acme/domains/sip.acme.example/calls", method: "POST", ip: "203.0.113.7", cost: 1 },
 });

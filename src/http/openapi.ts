@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { statusOf, type ErrorCode } from "../domain/errors.ts";
 import { API_EXAMPLES } from "./examples.ts";
+import { leakLabelObject } from "./leak-schemas.ts";
 import { policyObject } from "./policy-schema.ts";
 import type { Route } from "./route.ts";
 import {
@@ -16,6 +17,7 @@ const COMPONENTS = {
   Key: keyObject, Customer: customerObject, Domain: domainObject, Application: applicationObject, Subscriber: subscriberObject,
   User: userObject, UserWithKey: userWithKeyObject, KeyEvent: eventObject, Error: errorObject, Health: healthObject, OpenApiDocument: openApiObject,
   Verdict: verdictObject, Policy: policyObject, Credits: creditsObject, CreditsChange: creditsBody,
+  LeakLabel: leakLabelObject,
 } satisfies Record<Exclude<keyof typeof API_EXAMPLES, "requests">, z.ZodType>;
 
 type Component = keyof typeof COMPONENTS;
@@ -39,7 +41,7 @@ const ERROR_TEXT: Record<ErrorCode, string> = {
   method_not_allowed: "The path exists, but not with this method.",
   conflict: "The name is taken, or the key was already rotated.",
   request_timeout: "The request's headers took over 10 s, or its whole body over 30 s, to arrive.",
-  payload_too_large: "The body is over 16 KiB.",
+  payload_too_large: "The body is over 16 KiB (1 MiB for a leak report, which also may not hold over 1,000 tokens).",
   unsupported_media_type: "The body is not JSON.",
   rate_limited: "Too many failed authentications from this client; on /auth also a rate limit of the key's policies, reached (with the RateLimit and RateLimit-Policy fields).",
   usage_exceeded: "The key's credits are used up: Retry-After says when they refill, and is absent when they never do.",
@@ -67,6 +69,7 @@ const TAGS: Record<string, string> = {
   "application keys": "Keys of one voice application, or above it.",
   "subscriber keys": "Keys of one subscriber, or above it.",
   verification: "Verdicts for the platform's own services: may a token do a method on a platform path.",
+  leaks: "Leak reports: tokens found in public, from GitHub's secret scanning or, through the admin, any other scanner (docs/leaks.md).",
 };
 
 const registry = z.registry<{ id: string }>();
@@ -158,6 +161,9 @@ export function refusalsOf(r: Route): ErrorCode[] {
   return [...codes].sort((a, b) => statusOf(a) - statusOf(b));
 }
 
+/** The security scheme of each kind of caller. */
+const SECURITY = { key: "apiKey", admin: "adminToken", github: "githubSignature" } as const;
+
 function operation(r: Route): object {
   const params = [...r.path.matchAll(/:([A-Za-z]+)/g)].map(([, name]) => ref(name!, "parameters"));
   const headers = { "X-Request-Id": ref("XRequestId", "headers"), ...Object.fromEntries((r.ok.headers ?? []).map((h) => [h, ref(h, "headers")])) };
@@ -170,7 +176,7 @@ function operation(r: Route): object {
     operationId: r.operationId,
     summary: r.summary,
     tags: [r.tag],
-    security: r.auth === "none" ? [] : [{ [r.auth === "admin" ? "adminToken" : "apiKey"]: [] }],
+    security: r.auth === "none" ? [] : [{ [SECURITY[r.auth]]: [] }],
     ...((params.length || r.query) && { parameters: [...params, ...(r.query ? queryParameters(r.query) : [])] }),
     ...(r.body && {
       requestBody: {
@@ -263,6 +269,11 @@ export function openApiDocument(routes: Route[], version: string): object {
       securitySchemes: {
         apiKey: { type: "http", scheme: "bearer", description: "An API key: XI followed by 32 upper-case hexadecimal digits." },
         adminToken: { type: "http", scheme: "bearer", description: "The admin token (KEYPLANE_ADMIN_TOKEN); opens /admin only." },
+        githubSignature: {
+          type: "apiKey", in: "header", name: "Github-Public-Key-Signature",
+          description: "GitHub's secret scanning signature: base64 of a DER ECDSA P-256 SHA-256 signature over the raw body, by the key that " +
+            "Github-Public-Key-Identifier names in https://api.github.com/meta/public_keys/secret_scanning (docs/leaks.md).",
+        },
       },
     },
   };

@@ -2,7 +2,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:ht
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { statusOf, type ErrorCode } from "../domain/errors.ts";
-import { BODY_LIMIT } from "./body.ts";
+import { bodyLimitOf, limitText } from "./body.ts";
 import { errorBody, sendError } from "./errors.ts";
 import { afterOwed, latestExchange } from "./in-flight.ts";
 
@@ -75,8 +75,9 @@ export function refusedRequest(req: IncomingMessage, res: ServerResponse): boole
  * other request is told to go on.
  */
 export function continueOrRefuse(req: IncomingMessage, res: ServerResponse): boolean {
-  if (Number(req.headers["content-length"] ?? 0) > BODY_LIMIT) {
-    sendError(res, "payload_too_large", "The request body is larger than 16 KiB.");
+  const limit = bodyLimitOf(req);
+  if (Number(req.headers["content-length"] ?? 0) > limit) {
+    sendError(res, "payload_too_large", `The request body is larger than ${limitText(limit)}.`);
     return false;
   }
   res.writeContinue();

@@ -19,7 +19,8 @@ export interface Route<B = unknown, Q = unknown> {
   aliasOf?: string;
   summary: string;
   tag: string;
-  auth: "key" | "admin" | "none";
+  /** Who may call it: a key, the admin token, GitHub (a report it signed: docs/leaks.md), or anyone. */
+  auth: Auth;
   body?: z.ZodType<B>;
   /** The body must be sent, even where an empty one would pass its schema (a policy: `{}` is one). */
   bodyRequired?: boolean;
@@ -32,6 +33,7 @@ export interface Route<B = unknown, Q = unknown> {
   handle: (req: Request, res: Response, input: { body: B; query: Q }) => Promise<void> | void;
 }
 
+export type Auth = "key" | "admin" | "github" | "none";
 export type Authenticator = (req: Request) => Promise<void>;
 
 /** Declares a route with its input types inferred from its schemas. */
@@ -47,7 +49,7 @@ export function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where
   throw badRequest(`Invalid ${where}: ${issues.join("; ")}.`);
 }
 
-export function mount(router: Router, routes: Route[], authenticators: Record<"key" | "admin", Authenticator>): void {
+export function mount(router: Router, routes: Route[], authenticators: Record<Exclude<Auth, "none">, Authenticator>): void {
   for (const r of routes) {
     router[r.method](r.path, async (req: Request, res: Response, next: NextFunction) => {
       try {

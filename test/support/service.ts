@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import supertest from "supertest";
-import { createKeyplane, type Keyplane } from "../../src/keyplane.ts";
+import { createKeyplane, type Keyplane, type KeyplaneOptions } from "../../src/keyplane.ts";
 import { createLogger } from "../../src/logging.ts";
 import type { KeyCacheOptions } from "../../src/services/key-cache.ts";
 import type { ThrottleOptions } from "../../src/services/throttle.ts";
@@ -63,6 +63,8 @@ export interface TestServiceOptions {
   pathScopes?: PathScopeCacheOptions;
   /** Keep Prometheus metrics (off by default, as in `keyplane serve` without KEYPLANE_METRICS_PORT). */
   metrics?: boolean;
+  /** Leak response: the default policy and grace, and where (or how) GitHub's signing keys are fetched. */
+  leaks?: KeyplaneOptions["leaks"];
 }
 
 export function captureLogger(logs: string[], secrets: string[] = []): Logger {
@@ -89,6 +91,7 @@ export async function startService(backend: Backend, options: TestServiceOptions
     trustedProxies: options.trustedProxies,
     pathScopes: options.pathScopes,
     metrics: options.metrics,
+    leaks: options.leaks,
   });
   // Every answer this service gives is checked against its own /openapi.json (conformance.ts).
   const app = (await conformanceOf(keyplane.app)).wrap(keyplane.app);
