@@ -30,14 +30,18 @@ export interface KeyListServer {
   fetches(): number;
   /** The keys it lists from now on. */
   publish(keys: SigningKey[]): void;
+  /** Whether it answers 500 from now on, as GitHub's API would when it is down. */
+  failing(fails: boolean): void;
   close(): Promise<void>;
 }
 
 export async function keyListServer(keys: SigningKey[]): Promise<KeyListServer> {
   let listed = keys;
   let fetches = 0;
+  let fails = false;
   const server: Server = createServer((_req, res) => {
     fetches++;
+    if (fails) return void res.writeHead(500, { "Content-Type": "application/json" }).end('{"message":"Server Error"}');
     const body = JSON.stringify({ public_keys: listed.map((k, i) => ({ key_identifier: k.id, key: k.pem, is_current: i === 0 })) });
     res.writeHead(200, { "Content-Type": "application/json" }).end(body);
   });
@@ -46,6 +50,7 @@ export async function keyListServer(keys: SigningKey[]): Promise<KeyListServer> 
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/meta/public_keys/secret_scanning`,
     fetches: () => fetches,
     publish: (next) => void (listed = next),
+    failing: (next) => void (fails = next),
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
