@@ -96,4 +96,20 @@ describe("loadConfig", () => {
       expect(() => loadConfig({ HOME: "/nonexistent", ...env })).toThrow(message);
     });
   });
+
+  describe("webhooks' settings", () => {
+    it("send to https and public addresses only, with notices at 7 and 1 days, by default", () => {
+      expect(loadConfig({}).webhooks).toEqual({ allowHttp: false, allowPrivate: false, expiryNotices: [604_800, 86_400] });
+    });
+
+    it("read the flags and the notices", () => {
+      const config = loadConfig({ KEYPLANE_WEBHOOK_ALLOW_HTTP: "true", KEYPLANE_WEBHOOK_ALLOW_PRIVATE: "true", KEYPLANE_EXPIRY_NOTICES: "1d,30m,14d" });
+      expect(config.webhooks).toEqual({ allowHttp: true, allowPrivate: true, expiryNotices: [1_209_600, 86_400, 1_800] });
+    });
+
+    it("refuse a flag that is not true or false, and a notice without its unit", () => {
+      expect(() => loadConfig({ KEYPLANE_WEBHOOK_ALLOW_HTTP: "yes" })).toThrow(/KEYPLANE_WEBHOOK_ALLOW_HTTP: must be true or false/);
+      expect(() => loadConfig({ KEYPLANE_EXPIRY_NOTICES: "7" })).toThrow(/KEYPLANE_EXPIRY_NOTICES: "7" is not a duration/);
+    });
+  });
 });

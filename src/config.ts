@@ -6,6 +6,7 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import { GRACE_PERIOD_SECONDS } from "./domain/expiry.ts";
 import { LEAK_POLICIES, type LeakPolicy } from "./domain/policy/policy.ts";
+import { DEFAULT_EXPIRY_NOTICES, parseExpiryNotices } from "./domain/expiry-notices.ts";
 import { parseMasterKey } from "./domain/seal.ts";
 import { parseTrustedProxies, type TrustedProxies } from "./http/client-address.ts";
 import { GITHUB_KEYS_URL } from "./services/github-keys.ts";
@@ -13,6 +14,7 @@ import { GITHUB_KEYS_URL } from "./services/github-keys.ts";
 // Every setting keyplane reads from the environment is read and checked here, and only here
 // (README.md, "Configuration"); the rest of the code takes what it needs as arguments.
 const seconds = z.coerce.number().positive();
+const flag = z.enum(["true", "false"], { error: "must be true or false" }).default("false").transform((v) => v === "true");
 const env = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default("127.0.0.1"),
@@ -41,6 +43,17 @@ const env = z.object({
   KEYPLANE_LEAK_GRACE_SECONDS: z.coerce.number().int().min(GRACE_PERIOD_SECONDS.min).max(GRACE_PERIOD_SECONDS.max).default(0),
   KEYPLANE_GITHUB_KEYS_URL: z.url({ protocol: /^https?$/, error: "KEYPLANE_GITHUB_KEYS_URL must be an http(s) URL" })
     .default(GITHUB_KEYS_URL),
+  // Webhooks (docs/webhooks.md): where they may send, and when key.expiring is sent.
+  KEYPLANE_WEBHOOK_ALLOW_HTTP: flag,
+  KEYPLANE_WEBHOOK_ALLOW_PRIVATE: flag,
+  KEYPLANE_EXPIRY_NOTICES: z.string().default(DEFAULT_EXPIRY_NOTICES).transform((text, c) => {
+    try {
+      return parseExpiryNotices(text);
+    } catch (error) {
+      c.addIssue({ code: "custom", message: `KEYPLANE_EXPIRY_NOTICES: ${(error as Error).message}` });
+      return z.NEVER;
+    }
+  }),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   // The operator's (docs/operator.md).
   POD_NAME: z.string().min(1).optional(),
@@ -88,6 +101,8 @@ export interface Config {
   operator: OperatorConfig;
   /** Leak response: the default leak policy, a leak rotation's grace, GitHub's key list (docs/leaks.md). */
   leaks: { policy: LeakPolicy; graceSeconds: number; githubKeysUrl: string };
+  /** Webhooks: http allowed, private addresses allowed, and the expiry notices in seconds, furthest first (docs/webhooks.md). */
+  webhooks: { allowHttp: boolean; allowPrivate: boolean; expiryNotices: number[] };
   logLevel: string;
 }
 
@@ -121,6 +136,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       resyncMs: e.KEYPLANE_RESYNC_SECONDS !== undefined ? e.KEYPLANE_RESYNC_SECONDS * 1000 : undefined,
     },
     leaks: { policy: e.KEYPLANE_LEAK_POLICY, graceSeconds: e.KEYPLANE_LEAK_GRACE_SECONDS, githubKeysUrl: e.KEYPLANE_GITHUB_KEYS_URL },
+    webhooks: { allowHttp: e.KEYPLANE_WEBHOOK_ALLOW_HTTP, allowPrivate: e.KEYPLANE_WEBHOOK_ALLOW_PRIVATE, expiryNotices: e.KEYPLANE_EXPIRY_NOTICES },
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -25,6 +25,12 @@ import { PolicyChains } from "./services/policy-chain.ts";
 import { METER_SWEEP_MS, PolicyMeter, sqlCounters, type PolicyMeterOptions } from "./services/policy-meter.ts";
 import { pruneWindows, WINDOWS_PRUNE_MS } from "./services/policy-windows.ts";
 import { INVOKE_TIMEOUT_MS } from "./runtime/runtime.ts";
+import { DEFAULT_EXPIRY_NOTICES, parseExpiryNotices } from "./domain/expiry-notices.ts";
+import { httpWebhookClient, type WebhookClient } from "./services/webhook-client.ts";
+import { EXPIRY_NOTICE_MS, ExpiryNotices, noticingEmptyBalances, UsageNotices } from "./services/webhook-notices.ts";
+import { pruneWebhookRecords, WEBHOOK_PRUNE_MS, webhookQueue } from "./services/webhook-queue.ts";
+import { WebhookSender, type WebhookSenderOptions } from "./services/webhook-sender.ts";
+import { systemResolver, type WebhookSettings } from "./services/webhook-settings.ts";
 import { VERSION } from "./version.ts";
 import type { Database } from "./store/database.ts";
 import { loadMigrations, migrate } from "./store/migrate.ts";
@@ -35,6 +41,14 @@ export async function openDatabase(config: Pick<Config, "databaseUrl" | "dataDir
   return config.databaseUrl
     ? openPostgres({ connectionString: config.databaseUrl, log, timeoutMs: config.databaseTimeoutMs })
     : openPglite(join(config.dataDir, "pgdata"), log);
+}
+
+/**
+ * The webhook sender's database: on PostgreSQL a pool of its own, of two connections, so that
+ * deliveries never wait for the key paths' connections nor take them; PGlite is one connection, shared.
+ */
+export function openWebhookDatabase(config: Pick<Config, "databaseUrl" | "databaseTimeoutMs">, log: Logger, db: Database): Database {
+  return config.databaseUrl ? openPostgres({ connectionString: config.databaseUrl, log, timeoutMs: config.databaseTimeoutMs, max: 2 }) : db;
 }
 
 export interface KeyplaneOptions {
@@ -62,6 +76,20 @@ export interface KeyplaneOptions {
   meter?: PolicyMeterOptions;
   /** Leak response (docs/leaks.md): the default policy and grace, where GitHub's signing keys are, and how they are fetched. */
   leaks?: Partial<LeakSettings> & { githubKeysUrl?: string; fetch?: typeof globalThis.fetch };
+  /** Webhooks (docs/webhooks.md): where they may send, the expiry notices, and the sender's parts. */
+  webhooks?: WebhookOptions;
+}
+
+export interface WebhookOptions extends Partial<WebhookSettings> {
+  /** Seconds before an expiry at which key.expiring is sent, furthest first (7 days and 1 day). */
+  expiryNotices?: number[];
+  /** How often due expiry notices are looked for (20 s). */
+  expiryNoticeMs?: number;
+  /** The sender's database: a small pool of its own, so deliveries never wait on, nor hold up, the key paths' (default `db`). */
+  db?: Database;
+  /** How attempts are made (node:http(s), the time-out of docs/webhooks.md). */
+  client?: WebhookClient;
+  sender?: Pick<WebhookSenderOptions, "concurrency" | "pollMs" | "leaseMs" | "random">;
 }
 
 export interface Keyplane {
@@ -70,6 +98,10 @@ export interface Keyplane {
   app: RequestListener;
   /** The Prometheus metrics, when asked for. */
   metrics: Metrics | undefined;
+  /** This process's webhook sender; tests that move the clock make it deliver what is due with `drain()`. */
+  webhooks: WebhookSender;
+  /** Sends the key.expiring notices due now (run every 20 s). */
+  expiryNotices: ExpiryNotices;
   /**
    * Stops the background work: listening for key and directory changes, the expiry sweep, and the
    * last-use batches, after writing the last one, and gives back unspent credits (the database stays
@@ -86,13 +118,25 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   const keyCache = new KeyCache(db, options.keyCache);
   const lastUse = new LastUse(db, keyCache, log);
   const clock = options.clock ?? (() => new Date());
-  const meter = new PolicyMeter(sqlCounters(db), clock, log, options.meter);
+  const w = options.webhooks ?? {};
+  const webhookDb = w.db ?? db;
+  const usage = new UsageNotices({ db, clock, log });
+  const meter = new PolicyMeter(noticingEmptyBalances(sqlCounters(db), usage), clock, log, options.meter);
+  const webhooks: WebhookSettings = { allowHttp: w.allowHttp ?? false, allowPrivate: w.allowPrivate ?? false, resolve: w.resolve ?? systemResolver };
   const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), keyCache, keyInserts: new KeyInserts(db), lastUse,
     throttle: new Throttle(options.throttle ?? { failuresPerMinute: 60 }), pathScopes: new PathScopeCache(options.pathScopes),
     policies: new PolicyChains(db, log), meter, clock, log, migrations,
     leaks: { policy: options.leaks?.policy ?? DEFAULT_LEAK_SETTINGS.policy, graceSeconds: options.leaks?.graceSeconds ?? DEFAULT_LEAK_SETTINGS.graceSeconds },
-    githubKeys: new GithubKeys({ url: options.leaks?.githubKeysUrl ?? GITHUB_KEYS_URL, clock, log, fetch: options.leaks?.fetch }) };
-  if (options.metrics) ctx.metrics = new Metrics({ keyCache: () => keyCache.stats(), databaseUp: () => isReady(ctx), meter: () => meter.stats() });
+    githubKeys: new GithubKeys({ url: options.leaks?.githubKeysUrl ?? GITHUB_KEYS_URL, clock, log, fetch: options.leaks?.fetch }), webhooks };
+  if (options.metrics) {
+    ctx.metrics = new Metrics({ keyCache: () => keyCache.stats(), databaseUp: () => isReady(ctx), meter: () => meter.stats(),
+      webhookQueue: () => webhookQueue({ db: webhookDb, clock }) });
+  }
+  const concurrency = w.sender?.concurrency ?? 32;
+  const sender = new WebhookSender({ db: webhookDb, sealer: ctx.sealer, client: w.client ?? httpWebhookClient(webhooks, { maxSockets: concurrency }), clock, log,
+    ...w.sender, concurrency, onResult: (result) => ctx.metrics?.webhookSent(result) });
+  await sender.start();
+  const expiryNotices = new ExpiryNotices({ db: webhookDb, clock, log }, w.expiryNotices ?? parseExpiryNotices(DEFAULT_EXPIRY_NOTICES));
   const unlisten = await invalidateCachesOnChanges(ctx);
   const trustedProxies = options.trustedProxies ?? parseTrustedProxies("");
   const auth = new AuthHandler(ctx, trustedProxies);
@@ -104,13 +148,18 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
     every(options.lastUseFlushMs ?? LAST_USE_FLUSH_MS, () => lastUse.flush(), log, "last-use flush"),
     every(METER_SWEEP_MS, () => meter.sweep(), log, "unspent credits' return"),
     every(WINDOWS_PRUNE_MS, () => pruneWindows(ctx), log, "old rate-limit windows' pruning"),
+    every(w.expiryNoticeMs ?? EXPIRY_NOTICE_MS, () => expiryNotices.sweep(), log, "expiry notices"),
+    every(WEBHOOK_PRUNE_MS, () => pruneWebhookRecords({ db: webhookDb, clock }, expiryNotices), log, "old webhook deliveries' pruning"),
   ];
   return {
     ctx,
     app,
     metrics: ctx.metrics,
+    webhooks: sender,
+    expiryNotices,
     async close() {
       await Promise.all(jobs.map((job) => job.stop()));
+      await sender.close();
       await lastUse.flush();
       await meter.close().catch((error: unknown) => log.warn({ err: error }, "could not give back unspent credits; they count as spent"));
       await unlisten();

@@ -12,6 +12,7 @@ import type { PathScopeCache } from "./path-scope-cache.ts";
 import type { PolicyChains } from "./policy-chain.ts";
 import type { PolicyMeter } from "./policy-meter.ts";
 import type { Throttle } from "./throttle.ts";
+import type { WebhookSettings } from "./webhook-settings.ts";
 
 /** What every use case runs with: injected, so tests control the clock and the store. */
 export interface Context {
@@ -34,6 +35,8 @@ export interface Context {
   leaks: LeakSettings;
   /** GitHub's keys that sign secret scanning reports. */
   githubKeys: GithubKeys;
+  /** Where webhooks may send (docs/webhooks.md, "Addresses"). */
+  webhooks: WebhookSettings;
   /** The Prometheus metrics; absent where nothing serves them. */
   metrics?: Metrics;
   clock: () => Date;

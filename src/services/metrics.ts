@@ -6,6 +6,7 @@ import { LEAK_POLICIES, type LeakPolicy } from "../domain/policy/policy.ts";
 import type { AuthEndpoint, AuthOutcome } from "./auth-outcome.ts";
 import type { KeyCacheStats } from "./key-cache.ts";
 import type { MeterStats } from "./policy-meter.ts";
+import type { SendResult } from "./webhook-sender.ts";
 import { RequestDurations, type DurationSeries } from "./request-durations.ts";
 
 // The process's Prometheus metrics (docs/operations.md, "Metrics"), in a registry of its own so that
@@ -21,6 +22,7 @@ export type ReconcileResult = "success" | "error" | "requeue";
 /** What key policy decided of a request that a policy binds (docs/api.md, "Key policy"). */
 export type PolicyDecision = "admitted" | "restricted" | "rate_limited" | "usage_exceeded" | "unavailable";
 const DECISIONS: readonly PolicyDecision[] = ["admitted", "restricted", "rate_limited", "usage_exceeded", "unavailable"];
+const SEND_RESULTS: readonly SendResult[] = ["delivered", "retrying", "failed", "deactivated"];
 
 /** What the metrics read at scrape time rather than count as they happen. */
 export interface MetricsSources {
@@ -28,6 +30,8 @@ export interface MetricsSources {
   databaseUp(): Promise<boolean>;
   /** Key policy's leases (absent where nothing meters: every figure 0). */
   meter?(): MeterStats;
+  /** The webhook outbox: deliveries pending, and how long the oldest has waited (absent: every figure 0). */
+  webhookQueue?(): Promise<{ pending: number; oldestSeconds: number }>;
 }
 
 type Inc = { inc(n?: number): void };
@@ -39,6 +43,7 @@ export class Metrics {
   readonly #authentications = Object.fromEntries(ENDPOINTS.map((e) => [e, Object.fromEntries(OUTCOMES.map((o) => [o, 0]))])) as Record<AuthEndpoint, Record<AuthOutcome, number>>;
   readonly #keyEvents = new Map<KeyAction, Inc>();
   readonly #decisions = Object.fromEntries(DECISIONS.map((d) => [d, 0])) as Record<PolicyDecision, number>;
+  readonly #webhookSends = Object.fromEntries(SEND_RESULTS.map((r) => [r, 0])) as Record<SendResult, number>;
   /** By route, then method, then status: no label strings are built per request. */
   readonly #requestSeries = new Map<string, Map<string, Map<number, RequestSeries>>>();
   readonly #durations = new RequestDurations();
@@ -90,6 +95,36 @@ export class Metrics {
     this.#leakActions = new Counter({ name: "keyplane_leak_actions_total", help: "Live keys a leak report acted on, by the leak policy that acted", labelNames: ["policy"], registers });
     for (const scanner of ["github", "admin"] as const) for (const label of ["true_positive", "false_positive"] as const) this.#leakReports.labels(scanner, label);
     for (const policy of LEAK_POLICIES) this.#leakActions.labels(policy);
+    this.#webhookMetrics(sources);
+  }
+
+  /**
+   * Webhooks (docs/webhooks.md): attempts by how they ended, counted as they happen; the outbox's depth
+   * and its oldest message's age read from the database at scrape time (an outbox that grows, or a
+   * message that waits, is what to alert on).
+   */
+  #webhookMetrics(sources: MetricsSources): void {
+    const registers = [this.registry];
+    const sent = this.#webhookSends;
+    new Counter({ name: "keyplane_webhook_deliveries_total", help: "Webhook delivery attempts made by this process, by result (delivered; retrying: failed, tried again later; failed: no attempt left; deactivated: the receiver answered 410)", labelNames: ["result"], registers,
+      collect() {
+        this.reset();
+        for (const result of SEND_RESULTS) this.inc({ result }, sent[result]);
+      } });
+    // One read of the outbox serves both gauges of a scrape.
+    let read: { at: number; queue: Promise<{ pending: number; oldestSeconds: number }> } | undefined;
+    const queue = () => {
+      if (!read || performance.now() - read.at > 1_000) read = { at: performance.now(), queue: sources.webhookQueue?.() ?? Promise.resolve({ pending: 0, oldestSeconds: 0 }) };
+      return read.queue;
+    };
+    new Gauge({ name: "keyplane_webhook_queue_depth", help: "Webhook deliveries not yet delivered nor failed, on every process", registers,
+      async collect() { this.set((await queue()).pending); } });
+    new Gauge({ name: "keyplane_webhook_oldest_pending_seconds", help: "Age of the oldest webhook delivery not yet delivered nor failed; 0 when none is", registers,
+      async collect() { this.set((await queue()).oldestSeconds); } });
+  }
+
+  webhookSent(result: SendResult): void {
+    this.#webhookSends[result]++;
   }
 
   authentication(endpoint: AuthEndpoint, result: AuthOutcome): void {

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { systemResolver } from "../../src/services/webhook-settings.ts";
 import { createSealer } from "../../src/domain/seal.ts";
 import { createApp } from "../../src/http/app.ts";
 import { AuthHandler } from "../../src/http/auth-routes.ts";
@@ -81,7 +82,8 @@ describe("a PostgreSQL server that cannot be reached", () => {
     const ctx = { db, sealer: createSealer(randomBytes(32)), keyCache, keyInserts: new KeyInserts(db), lastUse: new LastUse(db, keyCache, log),
       throttle: new Throttle({ failuresPerMinute: 60 }), pathScopes: new PathScopeCache(), policies: new PolicyChains(db, log), meter: new PolicyMeter(sqlCounters(db), () => new Date(), log),
       clock: () => new Date(), log, migrations: await loadMigrations(),
-      leaks: DEFAULT_LEAK_SETTINGS, githubKeys: new GithubKeys({ url: GITHUB_KEYS_URL, clock: () => new Date(), log }) };
+      leaks: DEFAULT_LEAK_SETTINGS, githubKeys: new GithubKeys({ url: GITHUB_KEYS_URL, clock: () => new Date(), log }),
+      webhooks: { allowHttp: false, allowPrivate: false, resolve: systemResolver } };
     const trustedProxies = parseTrustedProxies("");
     const app = createApp(ctx, { adminToken: "a".repeat(32), runtime: { header: "X-SVC-APIKey", timeoutMs: 10_000 }, version: "test", trustedProxies, auth: new AuthHandler(ctx, trustedProxies) });
     try {

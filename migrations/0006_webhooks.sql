@@ -1,0 +1,126 @@
+-- Lifecycle webhooks (docs/webhooks.md). A message is written in the same transaction as what it
+-- tells of: for a key event, by the trigger below on key_events, whoever recorded the event and
+-- whatever its action (a new action reaches the webhooks that subscribe to `key.<action>` with no
+-- code of its own); for a notice that is not an event (key.expiring, key.usage_exceeded), with the
+-- record that it was sent. Senders in any process claim due deliveries with FOR UPDATE SKIP LOCKED.
+
+CREATE TABLE webhooks (
+  id             integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  -- It gets the messages of the keys inside this scope; no customer: of every key (the admin's).
+  tenant_id      integer REFERENCES customers (id),
+  domain_id      integer,
+  application_id integer,
+  subscriber_id  integer,
+  url            text NOT NULL CHECK (char_length(url) <= 2048),
+  events         text[] NOT NULL,
+  description    text,
+  active         boolean NOT NULL,
+  -- The signing secret, sealed as tokens are (AES-256-GCM under the master key), bound to the row's id.
+  secret_sealed  bytea NOT NULL,
+  created_at     timestamptz NOT NULL,
+  modified_at    timestamptz NOT NULL,
+  FOREIGN KEY (domain_id, tenant_id) REFERENCES domains (id, tenant_id),
+  FOREIGN KEY (application_id, domain_id) REFERENCES applications (id, domain_id),
+  FOREIGN KEY (subscriber_id, domain_id) REFERENCES subscribers (id, domain_id),
+  CHECK (tenant_id IS NOT NULL OR domain_id IS NULL),
+  CHECK (domain_id IS NOT NULL OR (application_id IS NULL AND subscriber_id IS NULL)),
+  CHECK (application_id IS NULL OR subscriber_id IS NULL)
+);
+CREATE INDEX webhooks_tenant ON webhooks (tenant_id, id);
+CREATE INDEX webhooks_active ON webhooks (tenant_id) WHERE active;
+
+-- The active webhooks that subscribe to `type` and whose scope contains the given one (docs/api.md's
+-- "may manage", with a webhook of no customer containing every scope): the one definition of who gets
+-- a message, used by the trigger and by the notices alike.
+CREATE FUNCTION webhooks_for(type text, tenant integer, domain integer, application integer, subscriber integer)
+RETURNS TABLE (id integer) LANGUAGE sql STABLE AS $$
+  SELECT w.id FROM webhooks w
+   WHERE w.active AND type = ANY (w.events)
+     AND (w.tenant_id IS NULL OR (w.tenant_id = tenant
+          AND (w.domain_id IS NULL OR w.domain_id = domain)
+          AND (w.application_id IS NULL OR w.application_id = application)
+          AND (w.subscriber_id IS NULL OR w.subscriber_id = subscriber)))
+$$;
+
+-- The outbox: one row per message and webhook. `next_attempt_at` is when it is due, and while an
+-- attempt is under way, the end of that attempt's lease: a process killed mid-attempt leaves it due
+-- again then. `claim` moves at each claim, so that only the claimant's result is written.
+CREATE TABLE webhook_deliveries (
+  id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  webhook_id      integer NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
+  type            text NOT NULL,
+  -- The key event it tells of (no foreign key: the event is written in the same statement, and its
+  -- row need not be locked for this one); for a notice, `payload`, the body's data.event as JSON text.
+  event_id        bigint,
+  payload         json,
+  -- The message's time: the body's `timestamp`.
+  created_at      timestamptz NOT NULL,
+  state           text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
+  -- [{at, status, error, durationMs}], oldest first: at most eight.
+  attempts        jsonb NOT NULL DEFAULT '[]',
+  next_attempt_at timestamptz,
+  claim           integer NOT NULL DEFAULT 0,
+  -- While an attempt is under way: when it began.
+  claimed_at      timestamptz,
+  CHECK ((state = 'pending') = (next_attempt_at IS NOT NULL)),
+  CHECK (event_id IS NOT NULL OR payload IS NOT NULL)
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE next_attempt_at IS NOT NULL;
+CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (webhook_id, id);
+CREATE INDEX webhook_deliveries_done ON webhook_deliveries (created_at) WHERE next_attempt_at IS NULL;
+
+-- A message for each active webhook that wants it, in the transaction that records the events.
+-- Statement-level: one call for all the events of a statement (a batch of provisioned keys, a
+-- customer's deletion), whichever of its parts inserted them.
+CREATE FUNCTION key_events_to_webhooks() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  -- While no webhook is active (the usual case), this is one probe of an index.
+  IF NOT EXISTS (SELECT 1 FROM webhooks WHERE active) THEN
+    RETURN NULL;
+  END IF;
+  INSERT INTO webhook_deliveries (webhook_id, type, event_id, created_at, next_attempt_at)
+  SELECT w.id, 'key.' || e.action, e.id, e.at, e.at
+    FROM recorded e CROSS JOIN LATERAL webhooks_for('key.' || e.action, e.tenant_id, e.domain_id, e.application_id, e.subscriber_id) w
+   ORDER BY e.id;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER key_events_to_webhooks AFTER INSERT ON key_events
+  REFERENCING NEW TABLE AS recorded FOR EACH STATEMENT EXECUTE FUNCTION key_events_to_webhooks();
+
+-- New messages wake the senders of every process (a wake-up: each also looks for due ones now and then).
+CREATE FUNCTION webhook_deliveries_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM queued) THEN
+    PERFORM pg_notify('keyplane_webhooks', '');
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER webhook_deliveries_queued AFTER INSERT ON webhook_deliveries
+  REFERENCING NEW TABLE AS queued FOR EACH STATEMENT EXECUTE FUNCTION webhook_deliveries_notify();
+
+-- key.expiring: when a key got its current expiry (the change's time, the service's clock: its
+-- modified_at), so that a notice whose time had passed by then is not sent. NULL: since its creation.
+ALTER TABLE api_keys ADD COLUMN expiry_set_at timestamptz;
+CREATE FUNCTION api_keys_expiry_set() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.expiry_set_at := NEW.modified_at;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER api_keys_expiry_set BEFORE UPDATE OF expires_at ON api_keys
+  FOR EACH ROW WHEN (OLD.expires_at IS DISTINCT FROM NEW.expires_at) EXECUTE FUNCTION api_keys_expiry_set();
+
+-- Each notice sent, once: per key, expiry and notice (seconds before it); per balance and generation
+-- (a refill or a set starts a new one: docs/adr/0013).
+CREATE TABLE expiry_notices (
+  key_id     integer NOT NULL,
+  expires_at timestamptz NOT NULL,
+  seconds    integer NOT NULL,
+  sent_at    timestamptz NOT NULL,
+  PRIMARY KEY (key_id, expires_at, seconds)
+);
+CREATE TABLE usage_notices (
+  holder     text NOT NULL,
+  generation integer NOT NULL,
+  sent_at    timestamptz NOT NULL,
+  PRIMARY KEY (holder, generation)
+);

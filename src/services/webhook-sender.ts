@@ -1,0 +1,201 @@
+import type { Logger } from "pino";
+import { eventJson } from "../domain/key-json.ts";
+import type { Sealer } from "../domain/seal.ts";
+import { messageBody, messageId, type DeliveryAttempt } from "../domain/webhook.ts";
+import { ATTEMPT_TIMEOUT_MS, MAX_ATTEMPTS, nextAttemptAt, retryAfterSeconds } from "../domain/webhook-schedule.ts";
+import { secretKey, webhookHeaders } from "../domain/webhook-signature.ts";
+import type { Database } from "../store/database.ts";
+import { deliveryClaim, deliveryFinish, deliveryNextDue, WEBHOOKS_CHANNEL, type ClaimedDelivery, type DeliveryResult } from "../store/webhook-deliveries.ts";
+import { webhookDeactivate } from "../store/webhooks.ts";
+import type { WebhookClient } from "./webhook-client.ts";
+import { webhookSecret } from "./webhooks.ts";
+
+// The sender (docs/webhooks.md, "Delivery"): every process runs one. It claims due deliveries from
+// the outbox (FOR UPDATE SKIP LOCKED, for a lease), makes each attempt through the injected client,
+// and writes the outcomes back in batches. It is woken by the outbox's announcement of new messages,
+// by a timer set to the next retry, and by a poll; none of it runs on a request's path, and its
+// statements go to a database (a pool) of its own where there is one.
+
+/** How a delivery's attempt ended, for the metrics. */
+export type SendResult = "delivered" | "retrying" | "failed" | "deactivated";
+
+export interface WebhookSenderOptions {
+  db: Database;
+  sealer: Sealer;
+  client: WebhookClient;
+  clock: () => Date;
+  log: Logger;
+  /** Attempts at once (32). */
+  concurrency?: number;
+  /** How often due deliveries are looked for when nothing announced any (5 s). */
+  pollMs?: number;
+  /** How long a claim holds a delivery: past it, another process may try it (the time-out and 5 s). */
+  leaseMs?: number;
+  /** In [0, 1): the retries' jitter (Math.random). */
+  random?: () => number;
+  onResult?: (result: SendResult) => void;
+}
+
+export class WebhookSender {
+  readonly #o: Required<Omit<WebhookSenderOptions, "onResult">> & Pick<WebhookSenderOptions, "onResult">;
+  readonly #attempts = new Set<Promise<void>>();
+  #results: DeliveryResult[] = [];
+  readonly #gone = new Set<number>();
+  #flushing: Promise<void> | undefined;
+  #filling: Promise<void> | undefined;
+  #claimed = 0;
+  #again = false;
+  #timer: NodeJS.Timeout | undefined;
+  #poll: NodeJS.Timeout | undefined;
+  #unlisten: (() => Promise<void>) | undefined;
+  #stopped = false;
+  readonly #keys = new Map<number, { sealed: Buffer; key: Buffer }>();
+
+  constructor(options: WebhookSenderOptions) {
+    this.#o = { concurrency: 32, pollMs: 5_000, leaseMs: ATTEMPT_TIMEOUT_MS + 5_000, random: Math.random, ...options };
+  }
+
+  /** Listens for new messages and starts the poll; resolves once listening. */
+  async start(): Promise<void> {
+    this.#unlisten = await this.#o.db.listen({ [WEBHOOKS_CHANNEL]: () => this.wake() }, (state) => {
+      if (state === "restored") this.wake();
+    });
+    this.#poll = setInterval(() => this.wake(), this.#o.pollMs).unref();
+    this.wake();
+  }
+
+  /** Looks for due deliveries soon (once for any number of calls in the meantime). */
+  wake(): void {
+    if (this.#stopped) return;
+    if (this.#filling) {
+      this.#again = true;
+      return;
+    }
+    this.#filling = this.#fill()
+      .catch((error: unknown) => this.#o.log.warn({ err: error }, "could not claim webhook deliveries; will retry"))
+      .finally(() => {
+        this.#filling = undefined;
+        if (this.#again) {
+          this.#again = false;
+          this.wake();
+        }
+      });
+  }
+
+  /** Claims what is due while there is room; when nothing is, sets the timer to the next retry. */
+  async #fill(): Promise<void> {
+    while (!this.#stopped) {
+      const room = this.#o.concurrency - this.#attempts.size;
+      if (room <= 0) return;
+      const now = this.#o.clock();
+      const batch = await deliveryClaim(this.#o.db, now, room, new Date(now.getTime() + this.#o.leaseMs));
+      for (const d of batch) this.#track(this.#attempt(d));
+      this.#claimed += batch.length;
+      if (batch.length < room) {
+        if (batch.length === 0) await this.#timeNext(now);
+        return;
+      }
+    }
+  }
+
+  #track(attempt: Promise<void>): void {
+    this.#attempts.add(attempt);
+    void attempt.finally(() => {
+      this.#attempts.delete(attempt);
+      // Claims come in batches: the next when half the room is free, or all of it.
+      if (this.#attempts.size <= this.#o.concurrency / 2) this.wake();
+    });
+  }
+
+  /** The timer to the next delivery due, or the poll's interval if sooner. */
+  async #timeNext(now: Date): Promise<void> {
+    const next = await deliveryNextDue(this.#o.db);
+    if (next === undefined || this.#stopped) return;
+    clearTimeout(this.#timer);
+    const wait = Math.min(this.#o.pollMs, Math.max(0, next.getTime() - now.getTime()));
+    this.#timer = setTimeout(() => this.wake(), wait + 1).unref();
+  }
+
+  async #attempt(d: ClaimedDelivery): Promise<void> {
+    const n = d.attempts + 1;
+    // An inactive webhook's message, or one whose attempts were all abandoned by dying processes: no attempt.
+    if (!d.active || d.attempts >= MAX_ATTEMPTS) return this.#finished(d, undefined, "failed", null);
+    const body = messageBody(d.type, d.createdAt, d.event ? JSON.stringify(eventJson(d.event)) : d.payload!);
+    const at = this.#o.clock();
+    const started = performance.now();
+    const outcome = await this.#o.client.send({ url: d.url, headers: webhookHeaders(this.#key(d), messageId(d.id), at, body), body });
+    const attempt: DeliveryAttempt = {
+      at, status: "status" in outcome ? outcome.status : null, error: "error" in outcome ? outcome.error : null, durationMs: Math.round(performance.now() - started),
+    };
+    if (attempt.status !== null && attempt.status >= 200 && attempt.status < 300) return this.#finished(d, attempt, "delivered", null);
+    if (attempt.status === 410) {
+      this.#gone.add(d.webhookId);
+      return this.#finished(d, attempt, "failed", null, "deactivated");
+    }
+    const now = this.#o.clock();
+    const retryAfter = "status" in outcome ? retryAfterSeconds(outcome.retryAfter, now) : undefined;
+    const next = nextAttemptAt(n, now, retryAfter, this.#o.random);
+    return this.#finished(d, attempt, next ? "pending" : "failed", next);
+  }
+
+  /** The signing key of a delivery's webhook, opened once per webhook and secret. */
+  #key(d: ClaimedDelivery): Buffer {
+    const kept = this.#keys.get(d.webhookId);
+    if (kept?.sealed.equals(d.secretSealed)) return kept.key;
+    if (this.#keys.size > 10_000) this.#keys.clear();
+    const key = secretKey(webhookSecret(this.#o, d.webhookId, d.secretSealed));
+    this.#keys.set(d.webhookId, { sealed: d.secretSealed, key });
+    return key;
+  }
+
+  #finished(d: ClaimedDelivery, attempt: DeliveryAttempt | undefined, state: DeliveryResult["state"], next: Date | null, label?: SendResult): void {
+    this.#o.onResult?.(label ?? (state === "pending" ? "retrying" : state));
+    this.#results.push({ id: d.id, claim: d.claim, attempt, state, nextAttemptAt: next });
+    this.#flushing ??= this.#flush().finally(() => (this.#flushing = undefined));
+  }
+
+  /** Writes the outcomes gathered so far, a batch per statement; on a failure, tries again in a second. */
+  async #flush(): Promise<void> {
+    while (this.#results.length > 0 && !this.#stopped) {
+      const batch = this.#results;
+      this.#results = [];
+      try {
+        await deliveryFinish(this.#o.db, batch);
+        for (const id of this.#gone) await webhookDeactivate(this.#o.db, id, this.#o.clock());
+        this.#gone.clear();
+      } catch (error) {
+        this.#results.unshift(...batch);
+        this.#o.log.warn({ err: error, deliveries: batch.length }, "could not record webhook attempts; will retry");
+        await new Promise((resolve) => setTimeout(resolve, 1_000).unref());
+      }
+    }
+  }
+
+  /** Makes every attempt due now and waits for their outcomes to be written: for tests, which move the clock themselves. */
+  async drain(): Promise<void> {
+    for (;;) {
+      const before = this.#claimed;
+      this.wake();
+      while (this.#filling) await this.#filling;
+      await Promise.all(this.#attempts);
+      while (this.#flushing) await this.#flushing;
+      if (this.#claimed === before && this.#attempts.size === 0) return;
+    }
+  }
+
+  /**
+   * Stops claiming, and waits up to `waitMs` for the attempts under way and their outcomes: an attempt
+   * still unfinished then is tried again by another process (or this one, restarted) once its lease ends.
+   */
+  async close(waitMs = 2_000): Promise<void> {
+    clearInterval(this.#poll);
+    clearTimeout(this.#timer);
+    await this.#unlisten?.();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise((resolve) => (timer = setTimeout(resolve, waitMs)));
+    await Promise.race([Promise.all([this.#filling, ...this.#attempts]).then(() => this.#flushing), late]);
+    clearTimeout(timer);
+    this.#stopped = true;
+    this.#o.client.close();
+  }
+}

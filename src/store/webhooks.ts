@@ -1,0 +1,104 @@
+import type { Scope } from "../domain/scope.ts";
+import type { StoredWebhook, WebhookType } from "../domain/webhook.ts";
+import type { Queryable, Row } from "./database.ts";
+import { insideScope } from "./scope-sql.ts";
+
+// The webhooks table (migrations/0006_webhooks.sql): who is sent which messages, where. Deliveries
+// are webhook-deliveries.ts's.
+
+const COLUMNS = `w.id, w.tenant_id, w.domain_id, w.application_id, w.subscriber_id, w.url, w.events, w.description, w.active,
+  w.secret_sealed, w.created_at, w.modified_at`;
+
+function webhookFrom(row: Row): StoredWebhook {
+  const tenantId = (row.tenant_id ?? null) as number | null;
+  return {
+    id: row.id as number,
+    scope: tenantId === null ? null : {
+      tenantId,
+      domainId: (row.domain_id ?? null) as number | null,
+      applicationId: (row.application_id ?? null) as number | null,
+      subscriberId: (row.subscriber_id ?? null) as number | null,
+    },
+    url: row.url as string,
+    events: row.events as WebhookType[],
+    description: (row.description ?? null) as string | null,
+    active: row.active as boolean,
+    secretSealed: row.secret_sealed as Buffer,
+    createdAt: row.created_at as Date,
+    modifiedAt: row.modified_at as Date,
+  };
+}
+
+export interface NewWebhook {
+  scope: Scope | null;
+  url: string;
+  events: readonly WebhookType[];
+  description: string | null;
+}
+
+/** A webhook's id, drawn before its row is written: its secret is sealed bound to it. */
+export async function webhookNextId(q: Queryable): Promise<number> {
+  const rows = await q.query<{ id: number }>("SELECT nextval(pg_get_serial_sequence('webhooks', 'id'))::integer AS id");
+  return rows[0]!.id;
+}
+
+export async function webhookInsert(q: Queryable, id: number, w: NewWebhook, secretSealed: Buffer, now: Date): Promise<StoredWebhook> {
+  const s = w.scope;
+  const rows = await q.query(
+    `INSERT INTO webhooks AS w (id, tenant_id, domain_id, application_id, subscriber_id, url, events, description, active, secret_sealed, created_at, modified_at)
+     OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6, $7, $8, true, $9, $10, $10) RETURNING ${COLUMNS}`,
+    [id, s?.tenantId ?? null, s?.domainId ?? null, s?.applicationId ?? null, s?.subscriberId ?? null, w.url, w.events, w.description, secretSealed, now],
+  );
+  return webhookFrom(rows[0]!);
+}
+
+export async function webhookFindById(q: Queryable, id: number): Promise<StoredWebhook | undefined> {
+  const rows = await q.query(`SELECT ${COLUMNS} FROM webhooks w WHERE w.id = $1`, [id]);
+  return rows[0] ? webhookFrom(rows[0]) : undefined;
+}
+
+/** The webhooks whose scope lies inside `scope` (every one, for null: the admin's), by id. */
+export async function webhookListByScope(q: Queryable, scope: Scope | null): Promise<StoredWebhook[]> {
+  if (!scope) return (await q.query(`SELECT ${COLUMNS} FROM webhooks w ORDER BY w.id`)).map(webhookFrom);
+  const inside = insideScope(scope, 1, "w");
+  return (await q.query(`SELECT ${COLUMNS} FROM webhooks w WHERE ${inside.sql} ORDER BY w.id`, inside.params)).map(webhookFrom);
+}
+
+export interface WebhookChange {
+  url: string;
+  events: readonly WebhookType[];
+  description: string | null;
+  active: boolean;
+}
+
+/**
+ * Writes a webhook's fields. Deactivated (here or by a receiver's 410), its pending deliveries fail:
+ * a message is for the webhook as it was when it was sent, and an inactive one gets none.
+ */
+export async function webhookUpdate(q: Queryable, id: number, c: WebhookChange, now: Date): Promise<StoredWebhook | undefined> {
+  const rows = await q.query(
+    `WITH changed AS (
+       UPDATE webhooks w SET url = $2, events = $3, description = $4, active = $5, modified_at = $6 WHERE w.id = $1 RETURNING ${COLUMNS}),
+     failed AS (
+       UPDATE webhook_deliveries d SET state = 'failed', next_attempt_at = NULL, claimed_at = NULL
+         FROM changed WHERE NOT changed.active AND d.webhook_id = changed.id AND d.state = 'pending')
+     SELECT * FROM changed w`,
+    [id, c.url, c.events, c.description, c.active, now],
+  );
+  return rows[0] ? webhookFrom(rows[0]) : undefined;
+}
+
+/** Deletes a webhook and its deliveries; false when there was none. */
+export async function webhookDelete(q: Queryable, id: number): Promise<boolean> {
+  return (await q.query("DELETE FROM webhooks WHERE id = $1 RETURNING id", [id])).length > 0;
+}
+
+/** A receiver answered 410 Gone: the webhook stops, as a deactivation by PUT does. */
+export async function webhookDeactivate(q: Queryable, id: number, now: Date): Promise<void> {
+  await q.query(
+    `WITH changed AS (UPDATE webhooks SET active = false, modified_at = $2 WHERE id = $1 AND active RETURNING id)
+     UPDATE webhook_deliveries d SET state = 'failed', next_attempt_at = NULL, claimed_at = NULL
+       FROM changed WHERE d.webhook_id = changed.id AND d.state = 'pending'`,
+    [id, now],
+  );
+}
