@@ -140,7 +140,14 @@ function patched(before: StoredKey, patch: KeyPatch, now: Date): KeyUpdate {
   };
 }
 
-export async function updateKey(ctx: Context, target: Scope, ref: string, patch: KeyPatch, by: Author): Promise<Key> {
+/**
+ * How a policy given in a patch treats the live balance: `reset` (what a PUT does) starts it again from
+ * the policy's credits' `remaining`; `keep` leaves it as it is when the key had credits before and has
+ * them after (the operator putting back a policy changed through REST: credits spent are not drift).
+ */
+export type BalanceOnPolicy = "reset" | "keep";
+
+export async function updateKey(ctx: Context, target: Scope, ref: string, patch: KeyPatch, by: Author, balance: BalanceOnPolicy = "reset"): Promise<Key> {
   const now = ctx.clock();
   if (patch.expiresAt) requireFuture(patch.expiresAt, now);
   const found = await findKey(ctx, target, ref);
@@ -152,8 +159,10 @@ export async function updateKey(ctx: Context, target: Scope, ref: string, patch:
       if (!before) throw keyNotFound();
       const after = patched(before, patch, now);
       const changes: Changes = { ...changesBetween(before, { ...after, replacedBy: before.replacedBy }), ...policyChanges(before.policy, after.policy ?? null) };
-      // A policy given is a policy set: its credits' balance starts again from their `remaining`.
-      if (patch.policy !== undefined) Object.assign(changes, await resetBalance(tx, policyHolder("key", before.id), before.policy, after.policy ?? null, now));
+      // A policy given is a policy set: its credits' balance starts again from their `remaining`, unless
+      // the caller keeps the balance of a key that has credits before and after.
+      const keeps = balance === "keep" && before.policy?.credits !== undefined && after.policy?.credits !== undefined;
+      if (patch.policy !== undefined && !keeps) Object.assign(changes, await resetBalance(tx, policyHolder("key", before.id), before.policy, after.policy ?? null, now));
       if (Object.keys(changes).length === 0) return false;
       // A name still held by an expired key is free: record that expiry first, or the index refuses the name.
       if (changes.name) await keyRecordExpiries(tx, holderOf(scopeOf(before), after.name), now);

@@ -1,6 +1,6 @@
 import type { StoredKey } from "../domain/model.ts";
 import type { Scope } from "../domain/scope.ts";
-import { keyClaimManagedBy, keyFindByIdentity, keyListByManagedBy, keyReleaseManagedBy } from "../store/keys.ts";
+import { keyClaimManagedBy, keyFindByIdentity, keyFindEverById, keyListByManagedBy, keyReleaseManagedBy } from "../store/keys.ts";
 import type { Context } from "./context.ts";
 
 // The operator's claims on keys: a key's managed_by names the ApiKey resource ("namespace/name")
@@ -17,3 +17,9 @@ export const claimKey = (ctx: Context, id: number, owner: string): Promise<boole
 
 /** Gives up `owner`'s claim: the key stays, like one made through REST. False if it held none. */
 export const releaseKey = (ctx: Context, id: number, owner: string): Promise<boolean> => keyReleaseManagedBy(ctx.db, id, owner);
+
+/**
+ * A key by id whatever became of it (deleted, expired, replaced): how the operator sees that the key
+ * an ApiKey showed was rotated through REST or by a leak report, and by which key (docs/operator.md).
+ */
+export const findKeyEver = (ctx: Context, id: number): Promise<StoredKey | undefined> => keyFindEverById(ctx.db, id);
