@@ -137,7 +137,8 @@ interface KeyEvent {
   action: string;
   key: { id: number; name: string };
   actor: { type: string; name?: string; id?: number; apiKey?: string };
-  changes?: Record<string, [unknown, unknown]>;
+  /** Each field's [before, after]; a `leaked` event's `leak` is where the token was found instead. */
+  changes?: Record<string, unknown>;
 }
 
 function keyTable(keys: Key[], { wholeToken = false } = {}): string {
@@ -161,7 +162,8 @@ const scopeOf = (k: Key) => [k.tenant?.name, k.domain?.domain, k.application?.na
 const hint = (keyId: string) => `${keyId.slice(0, 2)}…${keyId.slice(-4)}`;
 const actorOf = (a: KeyEvent["actor"]) => (a.type === "key" ? `key ${a.id} ${a.name}` : a.type === "operator" ? `operator ${a.apiKey}` : a.type);
 const changesOf = (changes: KeyEvent["changes"]) =>
-  Object.entries(changes ?? {}).map(([field, [before, after]]) => `${field}: ${JSON.stringify(before)} -> ${JSON.stringify(after)}`).join(", ") || "-";
+  Object.entries(changes ?? {}).map(([field, change]) =>
+    Array.isArray(change) ? `${field}: ${JSON.stringify(change[0])} -> ${JSON.stringify(change[1])}` : `${field}: ${JSON.stringify(change)}`).join(", ") || "-";
 
 /** A key's id or keyId, as one path segment. */
 function keyRef(arg: string | undefined): string {

@@ -86,11 +86,14 @@ export function actorOf(actor) {
 }
 
 /**
- * An event's changes, one line each: "name “a” → “b”", "disabled", "credits 10,000 → 9,950".
- * @param {Record<string, [unknown, unknown]>} changes
+ * An event's changes, one line each: "name “a” → “b”", "disabled", "credits 10,000 → 9,950"; a
+ * `leaked` event's `leak` is where the token was found, not a before and after.
+ * @param {Record<string, unknown>} changes
  */
 export function changesOf(changes) {
-  return Object.entries(changes ?? {}).map(([field, [before, after]]) => {
+  return Object.entries(changes ?? {}).map(([field, change]) => {
+    if (!Array.isArray(change)) return field === "leak" ? leakOf(change) : `${field} ${shown(change)}`;
+    const [before, after] = change;
     switch (field) {
       case "active": return before === null ? (after ? "active" : "created disabled") : after ? "enabled" : "disabled";
       case "replacedBy": return `replaced by key #${String(after)}`;
@@ -100,6 +103,12 @@ export function changesOf(changes) {
       default: return before === null || before === undefined ? `${field} ${shown(after)}` : `${field} ${shown(before)} → ${shown(after)}`;
     }
   });
+}
+
+/** @param {any} leak */
+function leakOf(leak) {
+  const where = [leak?.source, leak?.url].filter((v) => typeof v === "string" && v !== "");
+  return where.length ? `leaked: found in ${where.join(" at ")}` : "leaked";
 }
 
 /** @param {unknown} value */
