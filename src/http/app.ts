@@ -17,6 +17,7 @@ import { keyPathRequest } from "./key-path-request.ts";
 import { githubAuthenticator, leakBodies, leakRoutes } from "./leak-routes.ts";
 import { consoleRoutes } from "../console/console-routes.ts";
 import { openApiDocument } from "./openapi.ts";
+import { webhooksRoutes } from "./webhook-routes.ts";
 import { logWhenAnswered, REQUEST_ID, requestId } from "./request-log.ts";
 import { mount, type Route } from "./route.ts";
 
@@ -56,6 +57,7 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
     ...verifyRoutes(ctx, options.trustedProxies),
     ...authRoutes(options.auth),
     ...leakRoutes(ctx),
+    ...webhooksRoutes(ctx),
   );
   const router = express.Router({ caseSensitive: true, strict: false });
   mount(router, routes, {

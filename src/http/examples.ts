@@ -25,6 +25,11 @@ const key = {
   replacedBy: null, policy: keyPolicy, tenant: customer, "tenant-id": 1, domain, "domain-id": 10,
 };
 
+const webhook = {
+  id: 3, url: "https://hooks.acme.example/keyplane", events: ["key.rotated", "key.leaked", "key.expiring"], description: "Key changes for the ops channel",
+  active: true, createdAt: at, modifiedAt: at, tenantId: 1, domainId: 10, applicationId: null, subscriberId: null,
+};
+
 function withoutKeyId({ keyId: _keyId, ...rest }: typeof key) {
   return rest;
 }
@@ -63,6 +68,17 @@ export const API_EXAMPLES = {
   },
   // The key billing's token found in a public repository: it is a keyplane key (docs/leaks.md).
   LeakLabel: { token_hash: "c840d4031673276276c95b360ac4ec86945202e7fb35bb5f58c4998d4bca0631", token_type: "keyplane_api_key", label: "true_positive" },
+  // A webhook of acme's domain key, for rotations and leaks (docs/webhooks.md).
+  Webhook: webhook,
+  NewWebhook: { ...webhook, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYo=" },
+  WebhookDelivery: {
+    id: 812, type: "key.rotated", state: "pending", createdAt: "2026-11-23T11:00:00.000Z",
+    attempts: [
+      { at: "2026-11-23T11:00:00.120Z", status: 503, error: null, durationMs: 41 },
+      { at: "2026-11-23T11:00:05.310Z", status: null, error: "timed out after 15 s", durationMs: 15_000 },
+    ],
+    nextAttemptAt: "2026-11-23T11:05:21.000Z",
+  },
   /** Request bodies, by operationId; a key's provisioning and update bodies are the same everywhere. */
   requests: {} as Record<string, unknown>,
 };
@@ -89,5 +105,9 @@ Object.assign(API_EXAMPLES.requests, {
     url: "https://github.com/octocat/Hello-World/blob/12345600b9cbe38a219f39a9941c9319b600c002/config.env", source: "content",
   }],
   reportLeaks: { tokens: ["XI0123456789ABCDEF0123456789AB7798"], url: "https://paste.example/a1b2c3", source: "paste site" },
+  createWebhook: { url: "https://hooks.acme.example/keyplane", events: ["key.rotated", "key.leaked", "key.expiring"], description: "Key changes for the ops channel" },
+  updateWebhook: { active: false },
+  createAdminWebhook: { url: "https://hooks.platform.example/keyplane", scope: { customer: "acme" } },
+  updateAdminWebhook: { events: ["key.leaked"] },
   verifyKey: { key: "XI0123456789ABCDEF0123456789AB7798", path: "/customers/acme/domains/sip.acme.example/calls", method: "POST", ip: "203.0.113.7", cost: 1 },
 });

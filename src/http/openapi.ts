@@ -2,6 +2,7 @@ import { z } from "zod";
 import { statusOf, type ErrorCode } from "../domain/errors.ts";
 import { API_EXAMPLES } from "./examples.ts";
 import { leakLabelObject } from "./leak-schemas.ts";
+import { deliveryObject, newWebhookObject, webhookObject } from "./webhook-schemas.ts";
 import { policyObject } from "./policy-schema.ts";
 import type { Route } from "./route.ts";
 import {
@@ -17,7 +18,7 @@ const COMPONENTS = {
   Key: keyObject, Customer: customerObject, Domain: domainObject, Application: applicationObject, Subscriber: subscriberObject,
   User: userObject, UserWithKey: userWithKeyObject, KeyEvent: eventObject, Error: errorObject, Health: healthObject, OpenApiDocument: openApiObject,
   Verdict: verdictObject, Policy: policyObject, Credits: creditsObject, CreditsChange: creditsBody,
-  LeakLabel: leakLabelObject,
+  LeakLabel: leakLabelObject, Webhook: webhookObject, NewWebhook: newWebhookObject, WebhookDelivery: deliveryObject,
 } satisfies Record<Exclude<keyof typeof API_EXAMPLES, "requests">, z.ZodType>;
 
 type Component = keyof typeof COMPONENTS;
@@ -57,6 +58,7 @@ const PARAMETERS: Record<string, string> = {
   subscriber: "A subscriber: its msisdn first (within the domain, or the caller's), then id, then uuid; on key paths also `self`.",
   user: "A user: its id, uuid or email.",
   keyId: "A key: its keyId (the token) or, to keep tokens out of URLs, its numeric id; or `self`, the calling key, where it lies inside the path's scope.",
+  webhookId: "A webhook: its numeric id.",
   path: "The original request's path, as Envoy's ext_authz path_prefix sends it: any number of segments (/auth/a/b/c too), which an OpenAPI path parameter cannot state.",
 };
 
@@ -69,6 +71,7 @@ const TAGS: Record<string, string> = {
   "application keys": "Keys of one voice application, or above it.",
   "subscriber keys": "Keys of one subscriber, or above it.",
   verification: "Verdicts for the platform's own services: may a token do a method on a platform path.",
+  webhooks: "Lifecycle webhooks: the calling key's, for the keys inside its scope, signed as Standard Webhooks 1.0 (docs/webhooks.md).",
   leaks: "Leak reports: tokens found in public, from GitHub's secret scanning or, through the admin, any other scanner (docs/leaks.md).",
 };
 

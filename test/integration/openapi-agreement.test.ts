@@ -64,6 +64,11 @@ function rows(acme: Tenant, keyId: number): Row[] {
     ({ what: `PUT /domains/{domain}/policy: ${what}`, method: "put", template: "/domains/{domain}/policy", path: `/domains/${acme.domains[0]}/policy`, body });
   const credits = (what: string, body: unknown): Row =>
     ({ what: `PUT /keys/{keyId}/credits: ${what}`, method: "put", template: "/keys/{keyId}/credits", path: `${key}/credits`, body });
+  const webhook = (what: string, body: unknown, unstated?: string): Row => ({ what: `POST /webhooks: ${what}`, method: "post", template: "/webhooks", body, unstated });
+  const webhookChange = (what: string, body: unknown): Row =>
+    ({ what: `PUT /webhooks/{webhookId}: ${what}`, method: "put", template: "/webhooks/{webhookId}", path: "/webhooks/1", body });
+  const adminWebhook = (what: string, body: unknown, unstated?: string): Row =>
+    ({ what: `POST /admin/webhooks: ${what}`, method: "post", template: "/admin/webhooks", admin: true, body, unstated });
   const list = (what: string, template: string, query: Record<string, string>, path = template): Row =>
     ({ what: `GET ${template}: ${what}`, method: "get", template, path, query, admin: template.startsWith("/admin") });
   return [
@@ -175,6 +180,28 @@ function rows(acme: Tenant, keyId: number): Row[] {
     verify("a method of 17 letters", { key: acme.keys.domain, method: "ABCDEFGHIJKLMNOPQ" }),
     verify("a method with a digit", { key: acme.keys.domain, method: "GET1" }),
     verify("a method that is a number", { key: acme.keys.domain, method: 7 }),
+    webhook("no url", {}),
+    webhook("a url that is a number", { url: 7 }),
+    webhook("an ftp url", { url: "ftp://hooks.acme.example/" }),
+    webhook("a url with a space", { url: "https://hooks.acme.example/a b" }),
+    webhook("a url over 2048 characters", { url: `https://hooks.acme.example/${"a".repeat(2048)}` }),
+    webhook("no events", { url: "https://hooks.acme.example/", events: [] }),
+    webhook("an event type that is none", { url: "https://hooks.acme.example/", events: ["key.made"] }),
+    webhook("a description over 256 characters", { url: "https://hooks.acme.example/", description: "d".repeat(257) }),
+    webhook("a description that is a number", { url: "https://hooks.acme.example/", description: 5 }),
+    webhook("an http url", { url: "http://hooks.acme.example/" }, "url"),
+    webhook("a loopback address", { url: "https://127.0.0.1/hook" }, "url"),
+    webhook("a loopback address in hexadecimal", { url: "https://0x7f000001/hook" }, "url"),
+    webhook("a name that resolves to loopback", { url: "https://localhost/hook" }, "url"),
+    webhook("a user name and password", { url: "https://user:pw@hooks.acme.example/" }, "url"),
+    webhookChange("active as a string", { active: "no" }),
+    webhookChange("no events", { events: [] }),
+    webhookChange("a url that is no URL", { url: "hooks.acme.example" }),
+    adminWebhook("a scope without its customer", { url: "https://hooks.acme.example/", scope: { domain: "sip.acme.example" } }),
+    adminWebhook("a scope with a field no scope has", { url: "https://hooks.acme.example/", scope: { customer: "acme", team: "x" } }),
+    adminWebhook("an application without its domain", { url: "https://hooks.acme.example/", scope: { customer: "acme", application: "ivr" } }, "scope"),
+    list("limit 0", "/webhooks/{webhookId}/deliveries", { limit: "0" }, "/webhooks/1/deliveries"),
+    list("a state that is none", "/webhooks/{webhookId}/deliveries", { state: "lost" }, "/webhooks/1/deliveries"),
     list("limit 0", "/keys", { limit: "0" }),
     list("limit over 1000", "/keys", { limit: "1001" }),
     list("a limit that is no number", "/keys", { limit: "ten" }),

@@ -65,6 +65,8 @@ export interface TestServiceOptions {
   metrics?: boolean;
   /** Leak response: the default policy and grace, and where (or how) GitHub's signing keys are fetched. */
   leaks?: KeyplaneOptions["leaks"];
+  /** Webhooks: what they may reach, their client and sender (tests of delivery allow 127.0.0.1 and http). */
+  webhooks?: KeyplaneOptions["webhooks"];
 }
 
 export function captureLogger(logs: string[], secrets: string[] = []): Logger {
@@ -92,6 +94,7 @@ export async function startService(backend: Backend, options: TestServiceOptions
     pathScopes: options.pathScopes,
     metrics: options.metrics,
     leaks: options.leaks,
+    webhooks: options.webhooks,
   });
   // Every answer this service gives is checked against its own /openapi.json (conformance.ts).
   const app = (await conformanceOf(keyplane.app)).wrap(keyplane.app);
