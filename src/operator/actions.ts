@@ -1,6 +1,8 @@
 // What a plan asks apply to do, in order. Plain data: plan makes them, apply carries them out.
 import type { V1Secret } from "@kubernetes/client-node";
+import type { Policy } from "../domain/policy/policy.ts";
 import type { Scope } from "../domain/scope.ts";
+import type { BalanceOnPolicy } from "../services/keys.ts";
 import type { ApiKeyStatus } from "./apikey.ts";
 import type { Workload } from "./workloads.ts";
 
@@ -14,17 +16,22 @@ export interface EventSpec {
 export type Action = (
   | { type: "addFinalizer" }
   | { type: "removeFinalizer" }
-  | { type: "provisionKey"; scope: Scope; name: string; active: boolean }
+  | { type: "provisionKey"; scope: Scope; name: string; active: boolean; policy: Policy | null }
   | { type: "claimKey"; id: number }
   | { type: "renameKey"; id: number; scope: Scope; name: string }
   | { type: "setKeyActive"; id: number; scope: Scope; active: boolean }
+  /** Puts the spec's policy on the key; `keep` leaves the live balance of credits as it is. */
+  | { type: "setKeyPolicy"; id: number; scope: Scope; policy: Policy | null; balance: BalanceOnPolicy }
   | { type: "deleteKey"; id: number; scope: Scope }
   | { type: "releaseKey"; id: number }
   | { type: "createSecret"; secret: V1Secret }
   | { type: "replaceSecret"; secret: V1Secret }
   | { type: "deleteSecret"; name: string; uid: string }
   | { type: "patchStatus"; status: ApiKeyStatus }
-  /** Records a rotation before it is made, guarded by the resourceVersion it was planned from. */
+  /**
+   * Records a rotation before it is made (or one made elsewhere, before it is followed), guarded by the
+   * resourceVersion it was planned from.
+   */
   | { type: "beginRotation"; status: ApiKeyStatus; resourceVersion: string }
   | { type: "rotateKey"; id: number; scope: Scope; gracePeriodSeconds: number }
   | { type: "restartWorkload"; kind: Workload["kind"]; name: string; marker: string }

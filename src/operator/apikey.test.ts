@@ -86,12 +86,12 @@ describe("ApiKey spec: defaults", () => {
       customer: "acme",
       active: true,
       deletionPolicy: "Delete",
-      secret: { key: "apiKey" },
+      secret: { key: "apiKey", format: "keyplane" },
     });
   });
 
   it("keeps what the spec says", () => {
-    const spec = { ...acme, active: false, deletionPolicy: "Retain", secret: { name: "s", key: "k" } };
+    const spec = { ...acme, active: false, deletionPolicy: "Retain", secret: { name: "s", key: "k", format: "envoy-gateway" } };
     expect(apiKeySpecSchema.parse(spec)).toEqual(spec);
   });
 });
@@ -106,8 +106,9 @@ describe("resolveSpec", () => {
         domain: "sip.acme.example",
         keyName: "billing",
         active: true,
-        secret: { name: "billing", key: "apiKey", labels: {}, annotations: {} },
+        secret: { name: "billing", key: "apiKey", format: "keyplane", labels: {}, annotations: {} },
         deletionPolicy: "Delete",
+        policy: null,
       },
     });
   });
@@ -116,7 +117,7 @@ describe("resolveSpec", () => {
     const spec = { ...acme, keyName: "Billing key", secret: { name: "billing-api-key", labels: { app: "billing" } } };
     const result = resolveSpec({ metadata: { name: "billing" }, spec });
     expect(result.ok && result.spec.keyName).toBe("Billing key");
-    expect(result.ok && result.spec.secret).toEqual({ name: "billing-api-key", key: "apiKey", labels: { app: "billing" }, annotations: {} });
+    expect(result.ok && result.spec.secret).toEqual({ name: "billing-api-key", key: "apiKey", format: "keyplane", labels: { app: "billing" }, annotations: {} });
   });
 
   it("says which field is wrong, for the Ready condition's message", () => {
@@ -158,5 +159,47 @@ describe("spec.rotation", () => {
     [{ every: "1d" }, "spec.rotation.every: must be a Go duration of h, m and s, such as 720h or 1h30m"],
   ])("refuses %j, for the Ready condition's message", (rotation, message) => {
     expect(rotating(rotation)).toEqual({ ok: false, message });
+  });
+});
+
+describe("spec.secret.format", () => {
+  it.each(["keyplane", "envoy-gateway"])("accepts %s", (format) => {
+    expect(resolveSpec({ metadata: { name: "billing" }, spec: { ...acme, secret: { format } } })).toMatchObject({ ok: true, spec: { secret: { format } } });
+  });
+
+  it("refuses a format it does not know", () => {
+    expect(resolveSpec({ metadata: { name: "billing" }, spec: { ...acme, secret: { format: "kong" } } }).ok).toBe(false);
+  });
+});
+
+describe("spec.policy", () => {
+  const withPolicy = (policy: unknown) => resolveSpec({ metadata: { name: "billing" }, spec: { ...acme, policy } });
+  const policy = {
+    restrictions: { ips: ["203.0.113.0/24", "2001:db8::/32"], methods: ["GET", "POST"], paths: ["/customers/acme/calls/**"] },
+    ratelimits: [{ name: "calls", limit: 100, windowSeconds: 1, methods: ["POST"] }],
+    credits: { remaining: 10_000, refill: { amount: 10_000, interval: "monthly", day: 1 } },
+    leakPolicy: "rotate",
+  };
+
+  it("is the key's own policy, as written", () => {
+    expect(withPolicy(policy)).toEqual({ ok: true, spec: expect.objectContaining({ policy }) });
+  });
+
+  it.each([
+    ["an address that is none", { restrictions: { ips: ["203.0.113.300"] } }, /^spec\.policy: restrictions\.ips\[0\]: /],
+    ["a path pattern that is none", { restrictions: { paths: ["customers"] } }, /^spec\.policy: restrictions\.paths\[0\]: /],
+    ["two limits of one name", { ratelimits: [{ name: "a", limit: 1, windowSeconds: 1 }, { name: "a", limit: 2, windowSeconds: 1 }] }, /^spec\.policy: ratelimits/],
+    ["a limit of 0", { ratelimits: [{ name: "a", limit: 0, windowSeconds: 1 }] }, /^spec\.policy\.ratelimits\.0\.limit: /],
+    ["eleven limits", { ratelimits: Array.from({ length: 11 }, (_, i) => ({ name: `l${i}`, limit: 1, windowSeconds: 1 })) }, /^spec\.policy\.ratelimits: /],
+    ["credits above 10^12", { credits: { remaining: 1e12 + 1 } }, /^spec\.policy\.credits\.remaining: /],
+    ["a refill interval it does not know", { credits: { remaining: 1, refill: { amount: 1, interval: "weekly" } } }, /^spec\.policy\.credits\.refill\.interval: /],
+    ["a leak policy it does not know", { leakPolicy: "revoke" }, /^spec\.policy\.leakPolicy: /],
+    ["a lower-case method", { restrictions: { methods: ["get"] } }, /^spec\.policy\.restrictions\.methods\.0: /],
+    ["an empty list", { restrictions: { ips: [] } }, /^spec\.policy\.restrictions\.ips: /],
+    ["a NUL in an entry", { restrictions: { paths: ["/customers/\u0000"] } }, /^spec\.policy: an entry must be well-formed Unicode/],
+  ])("refuses %s, saying where (InvalidSpec)", (_name, bad, message) => {
+    const result = withPolicy(bad);
+    expect(result.ok).toBe(false);
+    expect(result.ok ? "" : result.message).toMatch(message);
   });
 });

@@ -5,7 +5,9 @@ import { keyNameSchema } from "../domain/key-name.ts";
 import type { V1ObjectMeta } from "@kubernetes/client-node";
 import type { KeyType } from "../domain/model.ts";
 import type { ScopeRefs } from "../domain/scope.ts";
+import type { Policy } from "../domain/policy/policy.ts";
 import { GO_DURATION_PATTERN, parseGoDuration } from "./duration.ts";
+import { policySpecSchema } from "./policy-spec.ts";
 
 export const GROUP = "keyplane.dev";
 export const CRD_VERSION = "v1alpha1";
@@ -105,6 +107,14 @@ export const rotationSchema = z
 
 export const deletionPolicySchema = z.enum(["Delete", "Retain"]);
 
+/**
+ * How the Secret holds the key: `keyplane`, the token under spec.secret.key; `envoy-gateway`, one entry
+ * per live key of the ApiKey, its numeric id to its token, as Envoy Gateway's SecurityPolicy
+ * apiKeyAuth.credentialRefs reads a Secret (docs/gateways.md, "Envoy Gateway").
+ */
+export const SECRET_FORMATS = ["keyplane", "envoy-gateway"] as const;
+export type SecretFormat = (typeof SECRET_FORMATS)[number];
+
 export const apiKeySpecSchema = z
   .object({
     customer: directoryRef("customer").describe("The customer (tenant) of the key: its id, uuid or name."),
@@ -125,7 +135,11 @@ export const apiKeySpecSchema = z
     secret: z
       .object({
         name: secretNameSchema.optional().describe("The Secret that receives the keyId. Default: metadata.name."),
-        key: secretKeySchema.default("apiKey").describe("The data key of the keyId in the Secret."),
+        key: secretKeySchema.default("apiKey").describe("The data key of the keyId in the Secret (format keyplane)."),
+        format: z
+          .enum(SECRET_FORMATS)
+          .default("keyplane")
+          .describe("keyplane: the keyId under key. envoy-gateway: one entry per live key, its numeric id to its keyId, for Envoy Gateway's apiKeyAuth."),
         labels: stringMap.optional().describe("Labels copied onto the Secret."),
         annotations: stringMap.optional().describe("Annotations copied onto the Secret."),
       })
@@ -136,6 +150,7 @@ export const apiKeySpecSchema = z
       .default("Delete")
       .describe("Delete: the key is deleted with this resource. Retain: the key stays in keyplane."),
     rotation: rotationSchema.optional().describe("When the key is replaced by a new one, and what is restarted then."),
+    policy: policySpecSchema.optional(),
   })
   .superRefine((spec, ctx) => {
     for (const rule of scopeRules) {
@@ -217,9 +232,11 @@ export interface EffectiveSpec extends ScopeRefs {
   customer: string;
   keyName: string;
   active: boolean;
-  secret: { name: string; key: string; labels: Record<string, string>; annotations: Record<string, string> };
+  secret: { name: string; key: string; format: SecretFormat; labels: Record<string, string>; annotations: Record<string, string> };
   deletionPolicy: DeletionPolicy;
   rotation?: EffectiveRotation | undefined;
+  /** The key's own policy; null for none (a policy set through REST is removed). */
+  policy: Policy | null;
 }
 
 /** spec.rotation with its durations in milliseconds. */
@@ -258,6 +275,7 @@ export function resolveSpec(apiKey: { metadata: { name?: string | undefined }; s
       secret: {
         name: spec.secret.name ?? name,
         key: spec.secret.key,
+        format: spec.secret.format,
         labels: spec.secret.labels ?? {},
         annotations: spec.secret.annotations ?? {},
       },
@@ -268,6 +286,7 @@ export function resolveSpec(apiKey: { metadata: { name?: string | undefined }; s
         gracePeriodMs: parseGoDuration(spec.rotation.gracePeriod) ?? 0,
         restartWorkloads: spec.rotation.restartWorkloads,
       },
+      policy: spec.policy ?? null,
     },
   };
 }

@@ -64,7 +64,7 @@ async function perform(deps: ApplyDeps, apiKey: ApiKey, action: Action): Promise
       await deps.kube.patchFinalizers(apiKey, finalizers.filter((f) => f !== FINALIZER));
       return;
     case "provisionKey":
-      return deps.store.provision(action.scope, action.name, action.active, owner);
+      return deps.store.provision(action.scope, action.name, action.active, owner, action.policy);
     case "claimKey":
       // Losing the race to another ApiKey is no failure: gathering again shows the conflict.
       await deps.store.claim(action.id, owner);
@@ -73,6 +73,8 @@ async function perform(deps: ApplyDeps, apiKey: ApiKey, action: Action): Promise
       return deps.store.update(action, { name: action.name }, owner);
     case "setKeyActive":
       return deps.store.update(action, { active: action.active }, owner);
+    case "setKeyPolicy":
+      return deps.store.update(action, { policy: action.policy }, owner, action.balance);
     case "deleteKey":
       return deps.store.delete(action, owner);
     case "releaseKey":

@@ -3,7 +3,7 @@ import type { V1Secret } from "@kubernetes/client-node";
 import { resolveSpec, type ApiKey } from "./apikey.ts";
 import type { KubeApi } from "./kube-api.ts";
 import { formatRef, refOf, type ObjectRef } from "./object-ref.ts";
-import type { KeyStore } from "./keystore.ts";
+import type { KeyRecord, KeyStore, KeyWithToken } from "./keystore.ts";
 import type { PlanInput } from "./plan.ts";
 import { isOwnedBy } from "./secret.ts";
 import type { Workload } from "./workloads.ts";
@@ -46,7 +46,33 @@ export async function gather(deps: GatherDeps, ref: ObjectRef, options: { fresh?
   const key = spec.ok && scope?.found ? await deps.store.findKey(scope.scope, spec.spec.keyName) : undefined;
   const ownedSecrets = [...deps.cache.managedSecrets(ref.namespace)].filter((s) => isOwnedBy(s, uid));
   const workloads = spec.ok && spec.spec.rotation?.restartWorkloads ? [...deps.cache.workloads(ref.namespace)] : [];
-  return { apiKey, spec, scope, key, managedKeys, secret, ownedSecrets, workloads, now: deps.clock() };
+  const [previousKey, rotatedElsewhere] = key && !deleting ? await Promise.all([readPreviousKey(deps, apiKey, key), readRotatedElsewhere(deps, apiKey, key)]) : [];
+  return { apiKey, spec, scope, key, managedKeys, secret, ownedSecrets, workloads, previousKey, rotatedElsewhere, now: deps.clock() };
+}
+
+/** The key the rotation under way replaced, while it still authenticates. */
+async function readPreviousKey(deps: GatherDeps, apiKey: ApiKey, key: KeyWithToken): Promise<KeyWithToken | undefined> {
+  const previous = apiKey.status?.rotation?.previousKey;
+  return previous && previous.id !== key.id ? deps.store.findLive({ id: previous.id, scope: key.scope }) : undefined;
+}
+
+/** How many rotations made elsewhere a status may lag behind by, and still be followed. */
+const MAX_ROTATIONS_BEHIND = 5;
+
+/**
+ * The key that `key` replaced in a rotation made elsewhere (REST, a leak report): when no rotation is
+ * under way and the key the status shows is not `key`, its chain of replacements, followed from the
+ * key the status shows, leads to `key`. A key deleted or provisioned anew is no such chain.
+ */
+async function readRotatedElsewhere(deps: GatherDeps, apiKey: ApiKey, key: KeyWithToken): Promise<KeyRecord | undefined> {
+  const shown = apiKey.status?.key?.id;
+  if (shown === undefined || shown === key.id || apiKey.status?.rotation?.previousKey) return undefined;
+  let record = await deps.store.findEver(shown);
+  for (let hop = 0; record && record.replacedBy !== null && hop < MAX_ROTATIONS_BEHIND; hop++) {
+    if (record.replacedBy === key.id) return record;
+    record = await deps.store.findEver(record.replacedBy);
+  }
+  return undefined;
 }
 
 async function readSecret(deps: GatherDeps, ref: ObjectRef, fresh: boolean): Promise<V1Secret | undefined> {

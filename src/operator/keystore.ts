@@ -2,13 +2,15 @@
 // through the same use cases as the REST API (idempotent provisioning, cache invalidation).
 import { AppError } from "../domain/errors.ts";
 import { operator } from "../domain/key-event.ts";
-import type { KeyType } from "../domain/model.ts";
+import type { KeyType, StoredKey } from "../domain/model.ts";
+import type { Policy } from "../domain/policy/policy.ts";
 import { scopeOf, type Scope, type ScopeRefs } from "../domain/scope.ts";
+import { tokenHint } from "../domain/token.ts";
 import type { Context } from "../services/context.ts";
 import { rotateKey } from "../services/key-rotation.ts";
-import { deleteKey, provisionKey, unseal, updateKey, type KeyPatch } from "../services/keys.ts";
+import { deleteKey, findKey, provisionKey, unseal, updateKey, type BalanceOnPolicy, type KeyPatch } from "../services/keys.ts";
 import { resolveNamedScope, type NamedScope } from "../services/named-scope.ts";
-import { claimKey, findKeyByName, listManagedKeys, releaseKey } from "../services/managed-keys.ts";
+import { claimKey, findKeyByName, findKeyEver, listManagedKeys, releaseKey } from "../services/managed-keys.ts";
 
 /** A key as the operator sees it: no token. */
 export interface KeyView {
@@ -28,20 +30,38 @@ export interface KeyWithToken extends KeyView {
   token: string;
   /** When the key was issued: spec.rotation.every counts from here. */
   issuedAt: Date;
+  /** The key's own policy as stored (its credits' `remaining` the balance it started with); null for none. */
+  policy: Policy | null;
+}
+
+/** A key as it was last stored, whatever became of it since: how a rotation made elsewhere is seen. */
+export interface KeyRecord extends KeyView {
+  /** The first and last characters of its token (domain/token.ts); never the whole token. */
+  hint: string;
+  /** When it stops authenticating: for a replaced key, the end of the grace period its rotation gave it. */
+  expiresAt: Date | null;
+  deleted: boolean;
 }
 
 export interface KeyStore {
   resolveScope(refs: ScopeRefs & { customer: string }): Promise<NamedScope>;
   /** The live key of this scope and name. */
   findKey(scope: Scope, name: string): Promise<KeyWithToken | undefined>;
+  /** A key by id while it still authenticates (a replaced one in its grace period included). */
+  findLive(key: Pick<KeyView, "id" | "scope">): Promise<KeyWithToken | undefined>;
+  /** A key by id, deleted, expired and replaced ones included. */
+  findEver(id: number): Promise<KeyRecord | undefined>;
   /** The live keys that `owner` manages. */
   listManaged(owner: string): Promise<KeyView[]>;
   /** Provisions the key unless a live one of this scope and name exists (then it is left as it is). */
-  provision(scope: Scope, name: string, active: boolean, owner: string): Promise<void>;
+  provision(scope: Scope, name: string, active: boolean, owner: string, policy?: Policy | null): Promise<void>;
   /** Claims a key that nobody manages; false when another ApiKey got there first. */
   claim(id: number, owner: string): Promise<boolean>;
-  /** Changes a key; `owner` ("namespace/name" of the ApiKey) is the change's actor in the key's events. */
-  update(key: Pick<KeyView, "id" | "scope">, patch: KeyPatch, owner: string): Promise<void>;
+  /**
+   * Changes a key; `owner` ("namespace/name" of the ApiKey) is the change's actor in the key's events.
+   * A policy given resets the live balance, unless `balance` is "keep" (services/keys.ts).
+   */
+  update(key: Pick<KeyView, "id" | "scope">, patch: KeyPatch, owner: string, balance?: BalanceOnPolicy): Promise<void>;
   delete(key: Pick<KeyView, "id" | "scope">, owner: string): Promise<void>;
   /** Rotates a key (docs/api.md, "Lifecycle"); a key rotated already is refused with a conflict. */
   rotate(key: Pick<KeyView, "id" | "scope">, gracePeriodSeconds: number, owner: string): Promise<void>;
@@ -56,21 +76,31 @@ function view(k: { id: number; name: string; active: boolean; type: KeyType; man
 }
 
 export function keyStoreFor(ctx: Context): KeyStore {
+  const withToken = (stored: StoredKey): KeyWithToken =>
+    ({ ...view(stored), token: unseal(ctx, stored).keyId, issuedAt: stored.createdAt, policy: stored.policy });
   return {
     resolveScope: (refs) => resolveNamedScope(ctx, refs),
     async findKey(scope, name) {
       const stored = await findKeyByName(ctx, scope, name);
-      return stored && { ...view(stored), token: unseal(ctx, stored).keyId, issuedAt: stored.createdAt };
+      return stored && withToken(stored);
+    },
+    async findLive(key) {
+      const stored = await findKey(ctx, key.scope, String(key.id));
+      return stored && withToken(stored);
+    },
+    async findEver(id) {
+      const stored = await findKeyEver(ctx, id);
+      return stored && { ...view(stored), hint: tokenHint(unseal(ctx, stored).keyId), expiresAt: stored.expiresAt, deleted: stored.deletedAt !== null };
     },
     async listManaged(owner) {
       return (await listManagedKeys(ctx, owner)).map(view);
     },
-    async provision(scope, name, active, owner) {
-      await provisionKey(ctx, scope, { name, active, managedBy: owner }, operator(owner));
+    async provision(scope, name, active, owner, policy = null) {
+      await provisionKey(ctx, scope, { name, active, policy, managedBy: owner }, operator(owner));
     },
     claim: (id, owner) => claimKey(ctx, id, owner),
-    async update(key, patch, owner) {
-      await updateKey(ctx, key.scope, String(key.id), patch, operator(owner));
+    async update(key, patch, owner, balance) {
+      await updateKey(ctx, key.scope, String(key.id), patch, operator(owner), balance);
     },
     delete: (key, owner) => deleteKey(ctx, key.scope, String(key.id), operator(owner)),
     async rotate(key, gracePeriodSeconds, owner) {

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { Scope } from "../domain/scope.ts";
 import type { Action, ActionType } from "./actions.ts";
 import { API_VERSION, FINALIZER, KIND, MANAGED_BY_LABEL, resolveSpec, type ApiKey, type ApiKeySpecInput, type ApiKeyStatus } from "./apikey.ts";
-import type { KeyView, KeyWithToken } from "./keystore.ts";
+import type { KeyRecord, KeyView, KeyWithToken } from "./keystore.ts";
 import { failurePlan, plan, type Next, type Plan, type PlanInput } from "./plan.ts";
 import { desiredSecret } from "./secret.ts";
 import type { ReadyReason } from "./status.ts";
@@ -30,19 +30,19 @@ function apiKey(spec: Partial<ApiKeySpecInput> = {}, meta: Partial<ApiKey["metad
 }
 
 function key(over: Partial<KeyWithToken> = {}): KeyWithToken {
-  return { id: 17, name: "billing", active: true, type: "customer", managedBy: OWNER, scope: SCOPE, replacedBy: null, token: TOKEN, issuedAt: ISSUED_AT, ...over };
+  return { id: 17, name: "billing", active: true, type: "customer", managedBy: OWNER, scope: SCOPE, replacedBy: null, token: TOKEN, issuedAt: ISSUED_AT, policy: null, ...over };
 }
 
 function view(k: KeyWithToken): KeyView {
-  const { token: _token, issuedAt: _issuedAt, ...rest } = k;
+  const { token: _token, issuedAt: _issuedAt, policy: _policy, ...rest } = k;
   return rest;
 }
 
-/** The Secret as the operator writes it, as the API server would hand it back. */
+/** The Secret as the operator writes it, as the API server would hand it back (format keyplane: the key's id is not in it). */
 function ownSecret(ak: ApiKey = apiKey(), token = TOKEN, edit: (s: V1Secret) => void = () => {}): V1Secret {
   const spec = resolveSpec(ak);
   if (!spec.ok) throw new Error(spec.message);
-  const secret = structuredClone(desiredSecret(ak, spec.spec, token));
+  const secret = structuredClone(desiredSecret(ak, spec.spec, { id: 17, token }));
   secret.metadata = { ...secret.metadata, uid: "secret-uid", resourceVersion: "7" };
   edit(secret);
   return secret;
@@ -564,6 +564,212 @@ describe("rotation", () => {
   it("finishes the rotation under way before acting on a new annotation value", () => {
     const ak = apiKey(restarting, { annotations: { "keyplane.dev/rotate": "again" } }, underWay());
     const p = plan(rotated(restarting, underWay(), { apiKey: ak, secret: ownSecret(ak, NEW_TOKEN) }));
+    expect(ofType(p, "beginRotation")).toBeUndefined();
+    expect(ofType(p, "rotateKey")).toBeUndefined();
+  });
+});
+
+describe("spec.policy", () => {
+  const POLICY = { ratelimits: [{ name: "calls", limit: 100, windowSeconds: 1 }], credits: { remaining: 1000 } };
+  const withPolicy = (policy: object) => apiKey({ policy } as Partial<ApiKeySpecInput>, {}, readyStatus());
+
+  const cases: Case[] = [
+    {
+      name: "provisions the key with the spec's policy",
+      input: fresh({ apiKey: apiKey({ policy: POLICY } as Partial<ApiKeySpecInput>) }),
+      actions: ["provisionKey"], next: "replan", ready: null,
+      also: (p) => expect(ofType(p, "provisionKey")?.policy).toEqual(POLICY),
+    },
+    {
+      name: "leaves a policy that is the spec's alone, the order of its fields aside",
+      input: settled({ apiKey: withPolicy(POLICY), key: key({ policy: { credits: { remaining: 1000 }, ratelimits: [{ windowSeconds: 1, limit: 100, name: "calls" }] } }) }),
+      actions: [], next: "done", ready: "Provisioned",
+    },
+    {
+      name: "puts back a policy changed through REST, keeping the credits' balance when credits.remaining is the spec's",
+      input: settled({ apiKey: withPolicy(POLICY), key: key({ policy: { ...POLICY, ratelimits: [{ name: "calls", limit: 5000, windowSeconds: 1 }] } }) }),
+      actions: ["setKeyPolicy"], next: "done", ready: "Provisioned",
+      also: (p) => {
+        expect(ofType(p, "setKeyPolicy")).toMatchObject({ id: 17, policy: POLICY, balance: "keep", event: { reason: "UpdatedKeyPolicy" } });
+        expect(ofType(p, "setKeyPolicy")?.event?.message).toBe('Set the policy of key "billing" as the spec says, its credits\' balance kept');
+      },
+    },
+    {
+      name: "sets the balance again when the spec's credits.remaining changed",
+      input: settled({ apiKey: withPolicy({ ...POLICY, credits: { remaining: 5000 } }), key: key({ policy: POLICY }) }),
+      actions: ["setKeyPolicy"], next: "done", ready: "Provisioned",
+      also: (p) => expect(ofType(p, "setKeyPolicy")).toMatchObject({ policy: { credits: { remaining: 5000 } }, balance: "reset" }),
+    },
+    {
+      name: "gives a key made without credits the spec's, from their remaining",
+      input: settled({ apiKey: withPolicy(POLICY), key: key({ policy: null }) }),
+      actions: ["setKeyPolicy"], next: "done", ready: "Provisioned",
+      also: (p) => expect(ofType(p, "setKeyPolicy")).toMatchObject({ policy: POLICY, balance: "reset" }),
+    },
+    {
+      name: "removes a policy set through REST on a key whose spec has none",
+      input: settled({ key: key({ policy: POLICY }) }),
+      actions: ["setKeyPolicy"], next: "done", ready: "Provisioned",
+      also: (p) => expect(ofType(p, "setKeyPolicy")).toMatchObject({ policy: null }),
+    },
+    {
+      name: "reports a policy the domain refuses as InvalidSpec, and touches nothing",
+      input: fresh({ apiKey: withPolicy({ restrictions: { ips: ["203.0.113.0/33"] } }), scope: undefined, key: key({ policy: POLICY }), managedKeys: [view(key())], secret: ownSecret() }),
+      actions: ["recordEvent", "patchStatus"], next: "done", ready: "InvalidSpec",
+      also: (p) => expect(p.status?.conditions?.[0]?.message).toMatch(/^spec\.policy: restrictions\.ips\[0\]: /),
+    },
+  ];
+
+  it.each(cases.map((c) => [c.name, c] as const))("%s", (_name, c) => {
+    const p = plan(c.input);
+    expect(p.actions.map((a) => a.type)).toEqual(c.actions);
+    expect(p.next).toBe(c.next);
+    expect(p.status?.conditions?.[0]?.reason ?? null).toBe(c.ready);
+    c.also?.(p);
+  });
+});
+
+describe("spec.secret.format envoy-gateway", () => {
+  const NEW_TOKEN = "XIABCDEF0123456789ABCDEF0123454242";
+  const envoy = { secret: { format: "envoy-gateway" as const } };
+  const b64 = (t: string) => Buffer.from(t).toString("base64");
+  const underWay = readyStatus({ rotation: { lastRotationTime: "2025-05-01T11:59:00Z", previousKey: { id: 17, hint: "XI…7798", expiresAt: "2025-05-01T12:59:00Z" } } });
+  const newKey = key({ id: 18, token: NEW_TOKEN, issuedAt: new Date("2025-05-01T11:59:00Z") });
+  const secretOf = (ak: ApiKey, held: Array<{ id: number; token: string }>) => {
+    const spec = resolveSpec(ak);
+    if (!spec.ok) throw new Error(spec.message);
+    return { ...desiredSecret(ak, spec.spec, held.at(-1)!, held.length > 1 ? held[0] : undefined), metadata: { ...desiredSecret(ak, spec.spec, held[0]!).metadata, resourceVersion: "7" } };
+  };
+
+  const cases: Case[] = [
+    {
+      name: "writes each live key's numeric id to its token, for Envoy Gateway's apiKeyAuth",
+      input: fresh({ apiKey: apiKey(envoy), key: key(), managedKeys: [view(key())] }),
+      actions: ["createSecret", "patchStatus"], next: "done", ready: "Provisioned",
+      also: (p) => expect(ofType(p, "createSecret")?.secret.data).toEqual({ 17: b64(TOKEN) }),
+    },
+    {
+      name: "holds both keys while the replaced one is in its grace period",
+      input: settled({ apiKey: apiKey(envoy, {}, underWay), key: newKey, previousKey: key(), managedKeys: [view(newKey)], secret: secretOf(apiKey(envoy), [{ id: 17, token: TOKEN }]) }),
+      actions: ["replaceSecret", "patchStatus"], next: "done", ready: "Provisioned",
+      also: (p) => expect(ofType(p, "replaceSecret")?.secret.data).toEqual({ 17: b64(TOKEN), 18: b64(NEW_TOKEN) }),
+    },
+    {
+      name: "drops the replaced key's entry in the plan that retires it",
+      input: settled({
+        apiKey: apiKey(envoy, {}, underWay), key: newKey, previousKey: key(), managedKeys: [view(newKey)], now: new Date("2025-05-01T12:59:00Z"),
+        secret: secretOf(apiKey(envoy), [{ id: 17, token: TOKEN }, { id: 18, token: NEW_TOKEN }]),
+      }),
+      actions: ["replaceSecret", "retireKey", "patchStatus"], next: "done", ready: "Provisioned",
+      also: (p) => expect(ofType(p, "replaceSecret")?.secret.data).toEqual({ 18: b64(NEW_TOKEN) }),
+    },
+    {
+      name: "drops the entry of a replaced key that expired before it was retired",
+      input: settled({ apiKey: apiKey(envoy, {}, underWay), key: newKey, previousKey: undefined, managedKeys: [view(newKey)],
+        secret: secretOf(apiKey(envoy), [{ id: 17, token: TOKEN }, { id: 18, token: NEW_TOKEN }]) }),
+      actions: ["replaceSecret", "patchStatus"], next: "done", ready: "Provisioned",
+      also: (p) => expect(ofType(p, "replaceSecret")?.secret.data).toEqual({ 18: b64(NEW_TOKEN) }),
+    },
+    {
+      name: "rewrites the Secret when the format switches to envoy-gateway",
+      input: settled({ apiKey: apiKey(envoy, {}, readyStatus()), secret: ownSecret() }),
+      actions: ["replaceSecret"], next: "done", ready: "Provisioned",
+      also: (p) => expect(ofType(p, "replaceSecret")?.secret.data).toEqual({ 17: b64(TOKEN) }),
+    },
+    {
+      name: "rewrites the Secret when the format switches back to keyplane",
+      input: settled({ secret: secretOf(apiKey(envoy), [{ id: 17, token: TOKEN }]) }),
+      actions: ["replaceSecret"], next: "done", ready: "Provisioned",
+      also: (p) => expect(ofType(p, "replaceSecret")?.secret.data).toEqual({ apiKey: b64(TOKEN) }),
+    },
+  ];
+
+  it.each(cases.map((c) => [c.name, c] as const))("%s", (_name, c) => {
+    const p = plan(c.input);
+    expect(p.actions.map((a) => a.type)).toEqual(c.actions);
+    expect(p.next).toBe(c.next);
+    expect(p.status?.conditions?.[0]?.reason ?? null).toBe(c.ready);
+    c.also?.(p);
+  });
+});
+
+describe("a rotation made elsewhere (REST, a leak report)", () => {
+  const NEW_TOKEN = "XIABCDEF0123456789ABCDEF0123454242";
+  const ISSUED = "2025-05-01T11:59:30Z";
+  const GRACE_END = new Date("2025-05-01T13:00:00.500Z");
+  const newKey = key({ id: 18, token: NEW_TOKEN, issuedAt: new Date(ISSUED) });
+  const replaced: KeyRecord = { ...view(key()), replacedBy: 18, hint: "XI…7798", expiresAt: GRACE_END, deleted: false };
+  const restarting = { rotation: { every: "720h", gracePeriod: "1h", restartWorkloads: true } };
+  const workload = (marker?: string, rolled = false): Workload => ({
+    kind: "Deployment",
+    object: {
+      metadata: { name: "api", namespace: "team-a", generation: marker ? 3 : 2 },
+      spec: { replicas: 0, selector: {}, template: { metadata: { annotations: marker ? { "keyplane.dev/restartedAt": marker } : {} },
+        spec: { containers: [{ name: "app", envFrom: [{ secretRef: { name: "billing" } }] }] } } },
+      status: { observedGeneration: rolled || !marker ? (marker ? 3 : 2) : 2 },
+    },
+  });
+  /** The key store has rotated the key; the ApiKey's status still shows the replaced one. */
+  const unfollowed = (over: Partial<PlanInput> = {}) => settled({
+    apiKey: apiKey(restarting, {}, readyStatus()), key: newKey, managedKeys: [view(newKey)], rotatedElsewhere: replaced, workloads: [workload()], ...over,
+  });
+  const followed = readyStatus({ rotation: { lastRotationTime: ISSUED, previousKey: { id: 17, hint: "XI…7798", expiresAt: "2025-05-01T13:00:00Z" } } });
+
+  it("records it as a rotation under way, with the grace period it gave the replaced key, before anything else", () => {
+    const p = plan(unfollowed());
+    expect(p.next).toBe("replan");
+    expect(p.actions).toEqual([{
+      type: "beginRotation", resourceVersion: "100",
+      status: { ...readyStatus(), rotation: { lastRotationTime: ISSUED, previousKey: { id: 17, hint: "XI…7798", expiresAt: "2025-05-01T13:00:00Z" } } },
+      event: { type: "Normal", reason: "Rotated", message: 'Key "billing" was rotated outside this ApiKey: a new key replaces XI…7798, which works until 2025-05-01T13:00:00Z at the latest' },
+    }]);
+  });
+
+  it("records the same rotation time whenever it is recorded: the restart marker is the new key's issue time", () => {
+    const later = plan(unfollowed({ now: new Date("2025-05-01T12:30:00Z") }));
+    expect(ofType(later, "beginRotation")?.status.rotation?.lastRotationTime).toBe(ISSUED);
+  });
+
+  it("records a replaced key that expired or was deleted already with a grace period that has ended", () => {
+    for (const gone of [{ expiresAt: new Date("2025-05-01T11:59:30Z") }, { deleted: true }]) {
+      const p = plan(unfollowed({ rotatedElsewhere: { ...replaced, ...gone } }));
+      expect(ofType(p, "beginRotation")?.status.rotation?.previousKey?.expiresAt).toBe("2025-05-01T12:00:00Z");
+    }
+  });
+
+  it("then writes the new token, restarts each workload that reads the Secret once, and shows Reconciling while they roll out", () => {
+    const p = plan(unfollowed({ apiKey: apiKey(restarting, {}, followed), rotatedElsewhere: undefined, previousKey: key() }));
+    expect(p.actions.map((a) => a.type)).toEqual(["replaceSecret", "restartWorkload", "patchStatus"]);
+    expect(ofType(p, "restartWorkload")).toMatchObject({ name: "api", marker: ISSUED });
+    expect(p.status?.key).toEqual({ id: 18, type: "customer", hint: "XI…4242" });
+    expect(p.status?.conditions?.map((c) => [c.type, c.status, c.reason])).toEqual([["Ready", "True", "Provisioned"], ["Reconciling", "True", "Rotating"]]);
+    expect(p.status?.rotation?.previousKey?.id).toBe(17);
+  });
+
+  it("retires the replaced key as soon as the workloads have rolled out", () => {
+    const ak = apiKey(restarting, {}, followed);
+    const p = plan(unfollowed({ apiKey: ak, rotatedElsewhere: undefined, previousKey: key(), workloads: [workload(ISSUED, true)], secret: ownSecret(ak, NEW_TOKEN) }));
+    expect(p.actions.map((a) => a.type)).toEqual(["retireKey", "patchStatus"]);
+    expect(ofType(p, "retireKey")).toMatchObject({ id: 17, event: { type: "Normal", reason: "RetiredKey" } });
+    expect(p.status?.rotation).toEqual({ lastRotationTime: ISSUED, nextRotationTime: "2025-05-31T11:59:30Z" });
+  });
+
+  it("without restartWorkloads, leaves the replaced key its whole grace period", () => {
+    const ak = apiKey({}, {}, followed);
+    const p = plan(unfollowed({ apiKey: ak, rotatedElsewhere: undefined, previousKey: key(), secret: ownSecret(ak, NEW_TOKEN) }));
+    expect(p.actions.map((a) => a.type)).toEqual(["patchStatus"]);
+    expect(p.requeueAt).toEqual(new Date("2025-05-01T13:00:00Z"));
+  });
+
+  it("keeps showing the replaced key when a failure is reported before the rotation is recorded", () => {
+    const failed = failurePlan(unfollowed(), "beginRotation failed: 500");
+    expect(failed.status?.key).toEqual({ id: 17, type: "customer", hint: "XI…7798" });
+    expect(failed.status?.rotation).toBeUndefined();
+  });
+
+  it("is not started again by a rotation request of its own while it is followed", () => {
+    const ak = apiKey(restarting, { annotations: { "keyplane.dev/rotate": "x" } }, followed);
+    const p = plan(unfollowed({ apiKey: ak, rotatedElsewhere: undefined, previousKey: key() }));
     expect(ofType(p, "beginRotation")).toBeUndefined();
     expect(ofType(p, "rotateKey")).toBeUndefined();
   });

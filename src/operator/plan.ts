@@ -2,39 +2,20 @@
 // input. Each step is a small named check in an ordered list; the first to reach a decision ends the
 // list, and the checks before it may have added actions.
 import type { V1Secret } from "@kubernetes/client-node";
-import { LEVELS, sameScope, type Level, type Scope } from "../domain/scope.ts";
+import { sameScope } from "../domain/scope.ts";
 import { tokenHint } from "../domain/token.ts";
-import type { NamedScope } from "../services/named-scope.ts";
-import type { Action, EventSpec } from "./actions.ts";
-import { formatRef, refOf } from "./object-ref.ts";
-import {
-  DEFAULT_GRACE_PERIOD_MS, FINALIZER, ROTATE_ANNOTATION, type ApiKey, type ApiKeyStatus, type DeletionPolicy, type EffectiveRotation,
-  type EffectiveSpec, type RotationStatus, type SpecResult,
-} from "./apikey.ts";
+import type { Action } from "./actions.ts";
+import { FINALIZER, type ApiKey, type ApiKeyStatus, type DeletionPolicy, type EffectiveRotation, type RotationStatus } from "./apikey.ts";
+import { normal, notReady, provisioned, scopeText, secretRef, type Check, type Decision, type Facts, type PlanInput } from "./check.ts";
 import type { KeyView, KeyWithToken } from "./keystore.ts";
+import { formatRef, refOf } from "./object-ref.ts";
+import { finishesRotation, followsRotationMadeElsewhere, retiresNow, rotatesKey, rotationDecision, startsRotation } from "./plan-rotation.ts";
+import { resetsBalance } from "./policy-spec.ts";
+import { nextRotationAt } from "./rotation.ts";
 import { desiredSecret, isOwnedBy, secretChange, secretReplacement } from "./secret.ts";
-import { conditions, kubeTime, readyConditionOf, sameJson, type Readiness } from "./status.ts";
-import { decideRotation, nextRotationAt, type RotationDecision } from "./rotation.ts";
-import { describeWorkload, restartsFor, type Workload } from "./workloads.ts";
+import { conditions, kubeTime, readyConditionOf, sameJson } from "./status.ts";
 
-export interface PlanInput {
-  apiKey: ApiKey;
-  /** resolveSpec(apiKey): the spec with its defaults, or why it is invalid. */
-  spec: SpecResult;
-  /** The spec's scope in keyplane's directory; undefined when not looked up (invalid spec, deletion). */
-  scope: NamedScope | undefined;
-  /** The live key of the spec's scope and keyName, whoever manages it. */
-  key: KeyWithToken | undefined;
-  /** Every live key this ApiKey manages (the one above among them, once it is this ApiKey's). */
-  managedKeys: KeyView[];
-  /** The Secret of the spec's name, whoever owns it. */
-  secret: V1Secret | undefined;
-  /** The Secrets of the namespace that this ApiKey owns, whatever their names. */
-  ownedSecrets: V1Secret[];
-  /** The namespace's Deployments, StatefulSets and DaemonSets; gathered only for spec.rotation.restartWorkloads. */
-  workloads: Workload[];
-  now: Date;
-}
+export type { PlanInput };
 
 /** done: nothing more until something changes; retry: again after a backoff; replan: gather again now. */
 export type Next = "done" | "retry" | "replan";
@@ -48,20 +29,7 @@ export interface Plan {
   requeueAt?: Date;
 }
 
-type Decision =
-  | { next: "replan" }
-  | { next: "done"; ready?: Readiness; requeueAt?: Date | undefined; rotation?: RotationStatus | undefined }
-  | { next: "retry"; ready: Readiness };
-
-/** An ApiKey whose spec is valid and whose scope exists. */
-type Facts = Omit<PlanInput, "spec" | "scope"> & { spec: EffectiveSpec; scope: Scope; owner: string };
-
-/** Facts once the key exists. */
-type Keyed = Facts & { key: KeyWithToken };
-
 type StatusKeyType = NonNullable<ApiKeyStatus["key"]>["type"];
-
-type Check<T> = (input: T, actions: Action[]) => Decision | undefined;
 
 export function plan(input: PlanInput): Plan {
   const actions: Action[] = [];
@@ -141,7 +109,7 @@ const reconciling: Check<Facts>[] = [
   },
   function provisionsKey(f, actions) {
     if (f.key) return undefined;
-    actions.push({ type: "provisionKey", scope: f.scope, name: f.spec.keyName, active: f.spec.active,
+    actions.push({ type: "provisionKey", scope: f.scope, name: f.spec.keyName, active: f.spec.active, policy: f.spec.policy,
       event: normal("ProvisionedKey", `Provisioned key "${f.spec.keyName}" for ${scopeText(f.spec)}`) });
     return { next: "replan" };
   },
@@ -157,33 +125,23 @@ const reconciling: Check<Facts>[] = [
       event: normal(reason, `${verb} key "${f.key.name}": the spec says active: ${f.spec.active}`) });
     return undefined;
   },
-  function startsRotation(f, actions) {
-    if (!f.key || f.apiKey.status?.rotation?.previousKey) return undefined;
-    const decision = rotationDecision({ ...f, key: f.key });
-    if (decision.action !== "rotate") return undefined;
-    // Recorded before the key store rotates, guarded by the resourceVersion read: whatever stops the
-    // operator from here on, the next reconcile finishes this rotation rather than starting another.
-    const graceMs = f.spec.rotation?.gracePeriodMs ?? DEFAULT_GRACE_PERIOD_MS;
-    const rotation: RotationStatus = {
-      ...f.apiKey.status?.rotation,
-      lastRotationTime: kubeTime(f.now),
-      ...(decision.cause === "request" ? { lastRequest: rotateRequest(f.apiKey) } : {}),
-      previousKey: { id: f.key.id, hint: tokenHint(f.key.token), expiresAt: kubeTime(new Date(f.now.getTime() + graceMs)) },
-    };
-    actions.push({ type: "beginRotation", status: { ...f.apiKey.status, rotation }, resourceVersion: f.apiKey.metadata.resourceVersion ?? "" });
-    return { next: "replan" };
+  function keepsPolicyAsSpecified(f, actions) {
+    if (!f.key || sameJson(f.key.policy, f.spec.policy)) return undefined;
+    // The live balance is set again only when credits.remaining itself differs: credits spent are no drift.
+    const balance = resetsBalance(f.key.policy, f.spec.policy) ? "reset" : "keep";
+    const kept = balance === "keep" ? ", its credits' balance kept" : "";
+    actions.push({ type: "setKeyPolicy", id: f.key.id, scope: f.key.scope, policy: f.spec.policy, balance,
+      event: normal("UpdatedKeyPolicy", `Set the policy of key "${f.key.name}" as the spec says${kept}`) });
+    return undefined;
   },
-  function rotatesKey(f, actions) {
-    const previous = f.apiKey.status?.rotation?.previousKey;
-    if (!previous || f.key?.id !== previous.id) return undefined;
-    const gracePeriodSeconds = Math.max(0, Math.floor((Date.parse(previous.expiresAt) - f.now.getTime()) / 1000));
-    actions.push({ type: "rotateKey", id: f.key.id, scope: f.key.scope, gracePeriodSeconds,
-      event: normal("Rotated", `Rotated key "${f.key.name}": a new key replaces ${previous.hint}, which works until ${previous.expiresAt} at the latest`) });
-    return { next: "replan" };
-  },
+  followsRotationMadeElsewhere,
+  startsRotation,
+  rotatesKey,
   function writesSecret(f, actions) {
     if (!f.key) return undefined;
-    const desired = desiredSecret(f.apiKey, f.spec, f.key.token);
+    // While a rotation is under way an envoy-gateway Secret holds the replaced key too, until it is retired.
+    const previous = retiresNow(f) ? undefined : f.previousKey;
+    const desired = desiredSecret(f.apiKey, f.spec, f.key, previous);
     if (!f.secret) {
       actions.push({ type: "createSecret", secret: desired, event: normal("CreatedSecret", `Created Secret ${secretRef(f)}`) });
       return undefined;
@@ -210,31 +168,7 @@ const reconciling: Check<Facts>[] = [
     }
     return undefined;
   },
-  function finishesRotation(f, actions) {
-    const recorded = f.apiKey.status?.rotation;
-    const previous = recorded?.previousKey;
-    if (!f.key || !previous) return undefined;
-    // Each workload that reads the Secret restarts once, with the rotation's own marker (the Secret
-    // already holds the new key: it was written above).
-    const marker = recorded.lastRotationTime ?? previous.expiresAt;
-    const restarts = f.spec.rotation?.restartWorkloads ? restartsFor(f.workloads, f.spec.secret.name, marker) : undefined;
-    for (const workload of restarts?.due ?? []) {
-      const { kind, object } = workload;
-      actions.push({ type: "restartWorkload", kind, name: object.metadata?.name ?? "", marker,
-        event: normal("RestartedWorkload", `Restarted ${describeWorkload(workload)}: its pods read Secret ${secretRef(f)}, which holds the new key`) });
-    }
-    const waitingFor = restarts ? [...restarts.due, ...restarts.rollingOut] : [];
-    const decision = rotationDecision({ ...f, key: f.key }, restarts !== undefined && waitingFor.length === 0);
-    if (decision.action === "retire") {
-      actions.push({ type: "retireKey", id: previous.id, scope: f.key.scope, event: retiredEvent(previous.hint, decision.cause, waitingFor, secretRef(f)) });
-      const { previousKey: _retired, ...rotation } = recorded;
-      return { next: "done", ready: provisioned(f, f.key), rotation, requeueAt: nextRotationAt(f.spec.rotation, f.key.issuedAt) };
-    }
-    // The same message while workloads roll out one by one: each would otherwise cost a status write.
-    const waiting = waitingFor.length > 0 ? "waiting for the restarted workloads to roll out; " : "";
-    const progress = { reason: "Rotating", message: `${waiting}the replaced key ${previous.hint} is retired by ${previous.expiresAt} at the latest` };
-    return { next: "done", ready: { ...provisioned(f, f.key), progress }, requeueAt: decision.action === "await" ? decision.requeueAt : undefined };
-  },
+  finishesRotation,
   function isReady(f) {
     if (!f.key) return undefined;
     // No rotation is under way (and one due has started above): a request to record, or the next one's time.
@@ -243,35 +177,6 @@ const reconciling: Check<Facts>[] = [
     return { next: "done", ready: provisioned(f, f.key), rotation, requeueAt: decision.action === "none" ? decision.requeueAt : undefined };
   },
 ];
-
-function provisioned(f: Facts, key: KeyWithToken): Readiness {
-  return { status: "True", reason: "Provisioned", message: `key ${tokenHint(key.token)} is in Secret ${secretRef(f)}` };
-}
-
-// --- Rotation ----------------------------------------------------------------------------------
-
-/** The value of the keyplane.dev/rotate annotation, if any. */
-function rotateRequest(apiKey: ApiKey): string | undefined {
-  return apiKey.metadata.annotations?.[ROTATE_ANNOTATION];
-}
-
-function rotationDecision(f: Keyed, rolledOut = false): RotationDecision {
-  return decideRotation({
-    rotation: f.spec.rotation,
-    request: rotateRequest(f.apiKey),
-    status: f.apiKey.status?.rotation,
-    provisioned: f.apiKey.status?.key !== undefined,
-    issuedAt: f.key.issuedAt,
-    rolledOut,
-    now: f.now,
-  });
-}
-
-function retiredEvent(hint: string, cause: "rolledOut" | "gracePeriodEnded", waitingFor: Workload[], secret: string): EventSpec {
-  if (cause === "rolledOut") return normal("RetiredKey", `Retired key ${hint}: every workload that reads Secret ${secret} has rolled out with the new key`);
-  if (waitingFor.length === 0) return normal("RetiredKey", `Retired key ${hint}: its grace period ended`);
-  return { type: "Warning", reason: "RetiredKey", message: `Retired key ${hint}: its grace period ended before ${waitingFor.map(describeWorkload).join(", ")} rolled out` };
-}
 
 // --- Status and warnings -----------------------------------------------------------------------
 
@@ -290,11 +195,15 @@ function settle(input: PlanInput, actions: Action[], decision: Decision | undefi
   const { ready } = decision;
   const current = input.apiKey.status;
   const owner = formatRef(refOf(input.apiKey));
-  const key = input.key && input.key.managedBy === owner ? input.key : undefined;
+  // A rotation made elsewhere and not yet followed: the status keeps showing the replaced key until the
+  // rotation is recorded, or a failure reported in between would hide the rotation from the next reconcile.
+  const unfollowed = input.rotatedElsewhere !== undefined && !current?.rotation?.previousKey;
+  const key = !unfollowed && input.key?.managedBy === owner ? input.key : undefined;
+  const shownKey = key ? { id: key.id, type: key.type as StatusKeyType, hint: tokenHint(key.token) } : unfollowed ? current?.key : undefined;
   const status: ApiKeyStatus = {
     ...(input.apiKey.metadata.generation !== undefined ? { observedGeneration: input.apiKey.metadata.generation } : {}),
     conditions: conditions(current, ready, input.apiKey.metadata.generation, input.now),
-    ...(key ? { key: { id: key.id, type: key.type as StatusKeyType, hint: tokenHint(key.token) } } : {}),
+    ...(shownKey ? { key: shownKey } : {}),
     ...(ready.status === "True" && input.spec.ok ? { secretName: input.spec.spec.secret.name } : {}),
     ...rotationStatus((decision.next === "done" ? decision.rotation : undefined) ?? current?.rotation, input.spec.ok ? input.spec.spec.rotation : undefined, key),
   };
@@ -321,14 +230,6 @@ function hasFinalizer(apiKey: ApiKey): boolean {
   return (apiKey.metadata.finalizers ?? []).includes(FINALIZER);
 }
 
-function notReady(reason: Readiness["reason"], message: string): Readiness {
-  return { status: "False", reason, message };
-}
-
-function normal(reason: string, message: string): EventSpec {
-  return { type: "Normal", reason, message };
-}
-
 /** The deletion policy, also of a spec that no longer validates: its own field when that is valid. */
 function policyOf(i: PlanInput): DeletionPolicy {
   if (i.spec.ok) return i.spec.spec.deletionPolicy;
@@ -344,19 +245,4 @@ function dropKey(key: KeyView, policy: DeletionPolicy): Action {
 function deleteSecret(apiKey: ApiKey, secret: V1Secret): Action {
   const name = secret.metadata?.name ?? "";
   return { type: "deleteSecret", name, uid: secret.metadata?.uid ?? "", event: normal("DeletedSecret", `Deleted Secret ${formatRef({ namespace: apiKey.metadata.namespace ?? "", name })}`) };
-}
-
-function secretRef(f: Facts): string {
-  return formatRef({ namespace: f.apiKey.metadata.namespace ?? "", name: f.spec.secret.name });
-}
-
-/** "customer acme, domain sip.acme.example": the spec's scope, up to (and without) `upTo` when given. */
-function scopeText(spec: EffectiveSpec, upTo?: Level): string {
-  const parts: string[] = [];
-  for (const field of LEVELS) {
-    if (field === upTo) break;
-    const value = spec[field];
-    if (value !== undefined) parts.push(`${field} ${value}`);
-  }
-  return parts.join(", ");
 }

@@ -24,7 +24,25 @@ export function isOwnedBy(secret: V1Secret, uid: string | undefined): boolean {
   return uid !== undefined && (secret.metadata?.ownerReferences ?? []).some((ref) => ref.uid === uid);
 }
 
-export function desiredSecret(apiKey: Owner, spec: EffectiveSpec, token: string): V1Secret {
+/** A key the Secret holds: its numeric id and its token. */
+export interface HeldKey {
+  id: number;
+  token: string;
+}
+
+/**
+ * The Secret's data: format `keyplane`, the current key's token under spec.secret.key; `envoy-gateway`,
+ * each live key's numeric id to its token (the current key, and the one it replaced while that still
+ * authenticates), the form Envoy Gateway's SecurityPolicy apiKeyAuth.credentialRefs reads.
+ */
+export function secretData(spec: EffectiveSpec, current: HeldKey, previous?: HeldKey): Record<string, string> {
+  const base64 = (token: string) => Buffer.from(token, "utf8").toString("base64");
+  if (spec.secret.format === "keyplane") return { [spec.secret.key]: base64(current.token) };
+  const held = previous && previous.id !== current.id ? [previous, current] : [current];
+  return Object.fromEntries(held.map((k) => [String(k.id), base64(k.token)]));
+}
+
+export function desiredSecret(apiKey: Owner, spec: EffectiveSpec, current: HeldKey, previous?: HeldKey): V1Secret {
   return {
     apiVersion: "v1",
     kind: "Secret",
@@ -37,7 +55,7 @@ export function desiredSecret(apiKey: Owner, spec: EffectiveSpec, token: string)
       ownerReferences: [ownerReference(apiKey)],
     },
     type: SECRET_TYPE,
-    data: { [spec.secret.key]: Buffer.from(token, "utf8").toString("base64") },
+    data: secretData(spec, current, previous),
   };
 }
 
