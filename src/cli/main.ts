@@ -10,6 +10,8 @@ commands:
   crd       print the ApiKey CustomResourceDefinition as YAML
   keys      list, get, create, update, rotate and delete keys, and read their events, through the API
             (keyplane keys --help)
+  webhooks  list, create, get, update and delete the calling key's webhooks, and read their
+            deliveries, through the API (keyplane webhooks --help)
 
 configuration comes from the environment: see README.md.`;
 
@@ -35,6 +37,12 @@ async function main(argv: string[]): Promise<number> {
       const { keysCommand } = await import("./keys.ts");
       const { loadCliConfig } = await import("../config.ts");
       await keysCommand(argv.slice(1), loadCliConfig(), (text) => process.stdout.write(text));
+      return 0;
+    }
+    case "webhooks": {
+      const { webhooksCommand } = await import("./webhooks.ts");
+      const { loadCliConfig } = await import("../config.ts");
+      await webhooksCommand(argv.slice(1), loadCliConfig(), (text) => process.stdout.write(text));
       return 0;
     }
     case undefined:
