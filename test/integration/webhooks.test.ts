@@ -129,6 +129,21 @@ describe.each(backends())("webhooks on %s", (backend) => {
     await remove(deletions, app);
   });
 
+  it("sends key.leaked for a key a scanner reported, from the leaked event alone", async () => {
+    const hook = await create(acme.keys.customer, { url: `${receiver.url}/leaked`, events: ["key.leaked"] });
+    const key = (await svc.as(acme.keys.customer).post("/keys", { name: "leaky" })).body as { id: number; keyId: string };
+    const report = await svc.admin.post("/admin/leaks", { tokens: [key.keyId], url: "https://paste.example/1", source: "paste" });
+    expect(report.status, JSON.stringify(report.body)).toBe(200);
+    const [r] = await receiver.waitFor(1);
+    await svc.webhooks.drain();
+    expect(receiver.received).toHaveLength(1);
+    expect(signatureValid(hook.secret!, r!)).toBe(true);
+    const message = JSON.parse(r!.body) as Message;
+    expect(message).toMatchObject({ type: "key.leaked", data: { event: { action: "leaked", key: { id: key.id }, actor: { type: "scanner", name: "admin" } } } });
+    expect(r!.body).not.toContain(key.keyId);
+    await remove(hook);
+  });
+
   it("sends every key's changes to the admin's webhook of no scope, and a scope's to one the body names", async () => {
     const all = (await svc.admin.post("/admin/webhooks", { url: `${receiver.url}/all`, events: ["key.created"] })).body as Webhook;
     const globexOnly = (await svc.admin.post("/admin/webhooks", { url: `${receiver.url}/globex`, events: ["key.created"], scope: { customer: "globex" } })).body as Webhook;
