@@ -111,16 +111,19 @@ export class Metrics {
         this.reset();
         for (const result of SEND_RESULTS) this.inc({ result }, sent[result]);
       } });
-    // One read of the outbox serves both gauges of a scrape.
-    let read: { at: number; queue: Promise<{ pending: number; oldestSeconds: number }> } | undefined;
-    const queue = () => {
-      if (!read || performance.now() - read.at > 1_000) read = { at: performance.now(), queue: sources.webhookQueue?.() ?? Promise.resolve({ pending: 0, oldestSeconds: 0 }) };
-      return read.queue;
+    // One read of the outbox serves both gauges of a scrape: the first collected makes it, the second uses it up.
+    const none = { pending: 0, oldestSeconds: 0 };
+    let read: Promise<{ pending: number; oldestSeconds: number }> | undefined;
+    const first = () => (read = sources.webhookQueue?.() ?? Promise.resolve(none));
+    const second = () => {
+      const r = read ?? first();
+      read = undefined;
+      return r;
     };
     new Gauge({ name: "keyplane_webhook_queue_depth", help: "Webhook deliveries not yet delivered nor failed, on every process", registers,
-      async collect() { this.set((await queue()).pending); } });
+      async collect() { this.set((await first()).pending); } });
     new Gauge({ name: "keyplane_webhook_oldest_pending_seconds", help: "Age of the oldest webhook delivery not yet delivered nor failed; 0 when none is", registers,
-      async collect() { this.set((await queue()).oldestSeconds); } });
+      async collect() { this.set((await second()).oldestSeconds); } });
   }
 
   webhookSent(result: SendResult): void {

@@ -37,6 +37,9 @@ const EXPECTED: [string, string, string[]][] = [
   ["keyplane_apikey_reconcile_duration_seconds", "histogram", []],
   ["keyplane_apikey_ready_status", "gauge", ["namespace", "name", "condition"]],
   ["keyplane_operator_leader", "gauge", []],
+  ["keyplane_webhook_deliveries_total", "counter", ["result"]],
+  ["keyplane_webhook_queue_depth", "gauge", []],
+  ["keyplane_webhook_oldest_pending_seconds", "gauge", []],
 ];
 
 describe.each(backends())("GET /metrics on %s", (backend) => {

@@ -37,6 +37,7 @@ describe.each(backends())("webhook retries on %s", (backend) => {
     svc = await startService(backend, {
       clock: time.clock,
       webhooks: { ...settings, client: httpWebhookClient(settings, { timeoutMs: TIMEOUT_MS }), sender: { random: () => 0.5, pollMs: 3_600_000 } },
+      metrics: true,
     });
     acme = await createTenant(svc, "acme");
   });
@@ -100,6 +101,18 @@ describe.each(backends())("webhook retries on %s", (backend) => {
     expect(new Set(sent.map((r) => r.headers["webhook-timestamp"])).size).toBe(8);
     expect(new Set(sent.map((r) => r.body)).size).toBe(1);
     expect(signatureValid(other.secret, sent[0]!)).toBe(false); // another webhook's secret does not verify it
+  });
+
+  it("counts attempts by result, and the outbox's depth and oldest message's age", async () => {
+    const metric = async (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(await svc.metrics!.text())?.[1]);
+    expect(await metric('keyplane_webhook_deliveries_total{result="retrying"}')).toBe(7);
+    expect(await metric('keyplane_webhook_deliveries_total{result="failed"}')).toBe(1);
+    expect(await metric("keyplane_webhook_queue_depth")).toBe(0);
+    receiver.answer = () => ({ status: 500 });
+    await firstAttempt(`${receiver.url}/queued`);
+    time.advance(4_000);
+    expect(await metric("keyplane_webhook_queue_depth")).toBe(1);
+    expect(await metric("keyplane_webhook_oldest_pending_seconds")).toBe(4);
   });
 
   it("retries a time-out on the schedule", async () => {
