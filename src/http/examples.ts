@@ -38,6 +38,13 @@ export const API_EXAMPLES = {
   Key: key,
   Policy: plan,
   Credits: { remaining: 9_412, nextRefillAt: "2026-12-01T00:00:00.000Z" },
+  KeyUsage: {
+    ratelimits: [
+      { name: "calls", scope: "customer", limit: 100, windowSeconds: 1, remaining: 37, reset: 1 },
+      { name: "daily", scope: "key", limit: 50_000, windowSeconds: 86_400, remaining: 41_208, reset: 30_512 },
+    ],
+    credits: { scope: "key", remaining: 9_412, nextRefillAt: "2026-12-01T00:00:00.000Z" },
+  },
   CreditsChange: { add: 5_000 },
   Customer: customer,
   Domain: domain,

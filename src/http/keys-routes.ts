@@ -3,6 +3,7 @@ import { deleteKey, getKey, keyShown, listKeys, provisionKey, updateKey } from "
 import { keyAuthor } from "./author.ts";
 import { eventsRoute, keyLifecycleRoutes, rotateSelfRoute } from "./key-lifecycle-routes.ts";
 import { keyCreditsRoutes } from "./key-credits-routes.ts";
+import { keyUsageRoutes } from "./key-usage-routes.ts";
 import { sendKeyList } from "./key-list.ts";
 import { authorizedScope, keyRef } from "./key-scope.ts";
 import { callerKey, keyJson } from "./present.ts";
@@ -73,6 +74,7 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
     }),
     ...keyLifecycleRoutes(ctx, base, noun, tag),
     ...keyCreditsRoutes(ctx, one, noun, tag),
+    ...keyUsageRoutes(ctx, one, noun, tag),
   ];
 }
 

@@ -4,6 +4,7 @@ import { API_EXAMPLES } from "./examples.ts";
 import { leakLabelObject } from "./leak-schemas.ts";
 import { deliveryObject, newWebhookObject, webhookObject } from "./webhook-schemas.ts";
 import { policyObject } from "./policy-schema.ts";
+import { usageObject } from "./usage-schema.ts";
 import type { Route } from "./route.ts";
 import {
   applicationObject, creditsBody, creditsObject, customerObject, domainObject, errorObject, eventObject, healthObject, keyObject, openApiObject, subscriberObject, userObject,
@@ -17,7 +18,7 @@ import {
 const COMPONENTS = {
   Key: keyObject, Customer: customerObject, Domain: domainObject, Application: applicationObject, Subscriber: subscriberObject,
   User: userObject, UserWithKey: userWithKeyObject, KeyEvent: eventObject, Error: errorObject, Health: healthObject, OpenApiDocument: openApiObject,
-  Verdict: verdictObject, Policy: policyObject, Credits: creditsObject, CreditsChange: creditsBody,
+  Verdict: verdictObject, Policy: policyObject, Credits: creditsObject, CreditsChange: creditsBody, KeyUsage: usageObject,
   LeakLabel: leakLabelObject, Webhook: webhookObject, NewWebhook: newWebhookObject, WebhookDelivery: deliveryObject,
 } satisfies Record<Exclude<keyof typeof API_EXAMPLES, "requests">, z.ZodType>;
 

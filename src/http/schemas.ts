@@ -145,7 +145,7 @@ export const creditsBody = z.strictObject({
   .meta({ oneOf: [{ properties: { remaining: {} }, required: ["remaining"] }, { properties: { add: {} }, required: ["add"] }] });
 
 // Response schemas, for /openapi.json (and tests that hold answers to them).
-const timestamp = z.iso.datetime();
+export const timestamp = z.iso.datetime();
 const entity = { id: z.number().int(), uuid: z.uuid(), active: z.boolean(), createdAt: timestamp, modifiedAt: timestamp };
 /** An entity's policy, binding every key inside it (docs/api.md, "Key policy"); users have none of their own. */
 const policed = { ...entity, policy: policyObject.nullable().describe("The entity's policy, binding every key inside it; null for none.") };

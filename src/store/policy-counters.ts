@@ -105,3 +105,17 @@ export async function windowsPrune(q: Queryable, now: number): Promise<number> {
   const rows = await q.query<{ n: string }>(`WITH gone AS (${WINDOWS_PRUNE} RETURNING 1) SELECT count(*) AS n FROM gone`, [now]);
   return Number(rows[0]?.n ?? 0);
 }
+
+/** What the windows given (holder, name, window start in seconds) have handed out: none for a window no one asked of yet. */
+export async function windowsGranted(q: Queryable, windows: ReadonlyArray<{ holder: string; name: string; windowStart: number }>): Promise<number[]> {
+  if (windows.length === 0) return [];
+  const rows = await q.query<{ i: number; granted: string | number | null }>(
+    `SELECT u.i, w.granted
+       FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS u(holder, name, window_start, i)
+       LEFT JOIN policy_windows w USING (holder, name, window_start)`,
+    [windows.map((w) => w.holder), windows.map((w) => w.name), windows.map((w) => w.windowStart)],
+  );
+  const granted = new Array<number>(windows.length).fill(0);
+  for (const row of rows) granted[Number(row.i) - 1] = Number(row.granted ?? 0);
+  return granted;
+}
