@@ -31,9 +31,16 @@ export async function listenWithReconnect(options: ListenOptions): Promise<() =>
   let timer: NodeJS.Timeout | undefined;
 
   // The listener's own statements are not in the SQL log (sql-log.ts), as its checks never were: one
-  // every `checkMs` would drown the statements that requests cost.
+  // every `checkMs` would drown the statements that requests cost. They are prepared, as the pool's
+  // are (postgres.ts): planning the catch-up's read cost more than running it.
+  const prepared = new Map<string, string>();
+  const named = (text: string): string => {
+    let name = prepared.get(text);
+    if (name === undefined) prepared.set(text, (name = `keyplane_listen_${prepared.size + 1}`));
+    return name;
+  };
   const on = (c: pg.Client): Queryable => ({
-    query: (text, params) => translated(async () => (await c.query(text, params as unknown[] | undefined)).rows),
+    query: (text, params) => translated(async () => (await c.query({ name: named(text), text, values: params as unknown[] | undefined })).rows),
     exec: (script) => translated(async () => void (await c.query(script))),
   });
 
