@@ -111,6 +111,22 @@ export class Cluster {
     await this.objects.patchNamespacedCustomObject({ ...this.#crd(), name, body: { spec } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
   }
 
+  /** A new value of the keyplane.dev/rotate annotation: one rotation asked for. */
+  async requestRotation(name: string, value: string): Promise<void> {
+    const body = { metadata: { annotations: { "keyplane.dev/rotate": value } } };
+    await this.objects.patchNamespacedCustomObject({ ...this.#crd(), name, body }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+  }
+
+  /** The ApiKey once a rotation is over: one recorded, the old key retired, Ready alone. */
+  async waitRotated(name: string, timeoutMs = 30_000): Promise<ApiKey> {
+    return waitFor(async () => {
+      const apiKey = await this.readApiKey(name);
+      const ready = apiKey?.status?.conditions?.find((c) => c.type === "Ready")?.status === "True";
+      const over = ready && apiKey?.status?.rotation?.lastRotationTime !== undefined && !apiKey.status.rotation.previousKey && !rotatingNow(apiKey);
+      return over && apiKey;
+    }, { timeoutMs, intervalMs: 50, what: `ApiKey ${this.namespace}/${name} to finish its rotation` });
+  }
+
   async deleteApiKey(name: string): Promise<void> {
     await this.objects.deleteNamespacedCustomObject({ ...this.#crd(), name });
   }
@@ -151,6 +167,11 @@ export class Cluster {
   async waitGone(name: string, timeoutMs = 20_000): Promise<void> {
     await waitFor(async () => (await this.readApiKey(name)) === undefined, { timeoutMs, what: `ApiKey ${this.namespace}/${name} to be gone` });
   }
+}
+
+/** Whether the ApiKey shows a rotation under way: Reconciling True, reason Rotating. */
+export function rotatingNow(apiKey: ApiKey | undefined): boolean {
+  return apiKey?.status?.conditions?.some((c) => c.type === "Reconciling" && c.status === "True" && c.reason === "Rotating") ?? false;
 }
 
 /** What GET /keys/self answers to `token`: 200 with the key, or 401. */

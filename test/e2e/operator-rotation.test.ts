@@ -3,9 +3,8 @@
 // replicas (no kubelet runs pods: a workload of 1 replica never rolls out). The operator reaches the API
 // server through a fault proxy that counts its writes; keyplane and the operator share a clock the test
 // moves, so grace periods and `every` pass without waiting for them.
-import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1PodSpec } from "@kubernetes/client-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { ApiKey, ApiKeySpecInput } from "../../src/operator/apikey.ts";
+import type { ApiKeySpecInput } from "../../src/operator/apikey.ts";
 import type { Operator } from "../../src/operator/start.ts";
 import { haveLua, runArgoHealth } from "../support/argocd.ts";
 import { fakeClock } from "../support/clock.ts";
@@ -13,23 +12,8 @@ import { FaultProxy } from "../support/fault-proxy.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
 import { createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
 import { startService, type TestService } from "../support/service.ts";
-import { Cluster, createCustomer, keysEverMade, startTestOperator, whoAmI, writesBy } from "./operator-fixture.ts";
-
-type Kind = "Deployment" | "StatefulSet" | "DaemonSet";
-interface WorkloadRef {
-  kind: Kind;
-  name: string;
-}
-
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
-
-/** The four ways a pod template reads a Secret. */
-const reads = {
-  env: (secret: string): Partial<V1PodSpec> => ({ containers: [{ name: "app", image: "app", env: [{ name: "KEY", valueFrom: { secretKeyRef: { name: secret, key: "apiKey" } } }] }] }),
-  envFrom: (secret: string): Partial<V1PodSpec> => ({ containers: [{ name: "app", image: "app", envFrom: [{ secretRef: { name: secret } }] }] }),
-  volume: (secret: string): Partial<V1PodSpec> => ({ containers: [{ name: "app", image: "app" }], volumes: [{ name: "key", secret: { secretName: secret } }] }),
-  projected: (secret: string): Partial<V1PodSpec> => ({ containers: [{ name: "app", image: "app" }], volumes: [{ name: "key", projected: { sources: [{ secret: { name: secret } }] } }] }),
-};
+import { Cluster, createCustomer, keysEverMade, rotatingNow, startTestOperator, whoAmI, writesBy } from "./operator-fixture.ts";
+import { reads, Workloads, type Kind } from "./workload-fixture.ts";
 
 describeKube("operator rotation", () => {
   const kube = useKube({ withControllerManager: true });
@@ -38,14 +22,14 @@ describeKube("operator rotation", () => {
   let proxy: FaultProxy;
   let operator: Operator;
   let k: Cluster;
-  let apps: AppsV1Api;
+  let w: Workloads;
 
   beforeAll(async () => {
     svc = await startService("pglite", { clock: clock.clock });
     await createCustomer(svc, "acme");
     proxy = await FaultProxy.start(kube().kubeConfig);
     k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, "rotation"));
-    apps = kube().kubeConfig.makeApiClient(AppsV1Api);
+    w = new Workloads(kube().kubeConfig, k.namespace);
     operator = await startTestOperator(svc, proxy.kubeConfig, k.namespace, { clock: clock.clock });
   });
 
@@ -56,41 +40,6 @@ describeKube("operator rotation", () => {
     await svc?.stop();
   });
 
-  async function createWorkload(kind: Kind, name: string, pod: Partial<V1PodSpec>, replicas = 0): Promise<WorkloadRef> {
-    const labels = { app: name };
-    const template = { metadata: { labels }, spec: { containers: [], ...pod } as V1PodSpec };
-    const metadata = { name, namespace: k.namespace };
-    const namespace = k.namespace;
-    if (kind === "Deployment") await apps.createNamespacedDeployment({ namespace, body: { metadata, spec: { replicas, selector: { matchLabels: labels }, template } } });
-    if (kind === "StatefulSet") await apps.createNamespacedStatefulSet({ namespace, body: { metadata, spec: { replicas, serviceName: name, selector: { matchLabels: labels }, template } } });
-    if (kind === "DaemonSet") await apps.createNamespacedDaemonSet({ namespace, body: { metadata, spec: { selector: { matchLabels: labels }, template } } });
-    return { kind, name };
-  }
-
-  async function readWorkload({ kind, name }: WorkloadRef) {
-    const ref = { namespace: k.namespace, name };
-    if (kind === "Deployment") return apps.readNamespacedDeployment(ref);
-    if (kind === "StatefulSet") return apps.readNamespacedStatefulSet(ref);
-    return apps.readNamespacedDaemonSet(ref);
-  }
-
-  /** How many times the pod template changed since creation, and its restart marker. */
-  async function restarts(workload: WorkloadRef): Promise<{ restarts: number; marker: string | undefined }> {
-    const object = await readWorkload(workload);
-    return { restarts: (object.metadata?.generation ?? 1) - 1, marker: object.spec?.template.metadata?.annotations?.["keyplane.dev/restartedAt"] };
-  }
-
-  async function scale(name: string, replicas: number): Promise<void> {
-    await apps.patchNamespacedDeployment({ namespace: k.namespace, name, body: { spec: { replicas } } }, mergePatch);
-  }
-
-  async function requestRotation(name: string, value: string): Promise<void> {
-    await k.objects.patchNamespacedCustomObject({
-      group: "keyplane.dev", version: "v1alpha1", plural: "apikeys", namespace: k.namespace, name,
-      body: { metadata: { annotations: { "keyplane.dev/rotate": value } } },
-    }, mergePatch);
-  }
-
   /** An ApiKey that rotates with restarts, Ready, with the token its Secret holds. */
   async function rotatingKey(name: string, rotation: Partial<NonNullable<ApiKeySpecInput["rotation"]>> = {}): Promise<string> {
     await k.createApiKey(name, { customer: "acme", rotation: { every: "720h", gracePeriod: "1h", restartWorkloads: true, ...rotation } });
@@ -100,18 +49,6 @@ describeKube("operator rotation", () => {
     return token;
   }
 
-  const rotatingNow = (apiKey: ApiKey | undefined) => apiKey?.status?.conditions?.some((c) => c.type === "Reconciling" && c.status === "True" && c.reason === "Rotating");
-
-  /** The ApiKey once its rotation is over: the old key retired, Ready alone. */
-  async function waitRotated(name: string, timeoutMs = 30_000): Promise<ApiKey> {
-    return waitFor(async () => {
-      const apiKey = await k.readApiKey(name);
-      const ready = apiKey?.status?.conditions?.find((c) => c.type === "Ready")?.status === "True";
-      const over = ready && apiKey?.status?.rotation?.lastRotationTime !== undefined && !apiKey.status.rotation.previousKey && !rotatingNow(apiKey);
-      return over && apiKey;
-    }, { timeoutMs, intervalMs: 50, what: `ApiKey ${name} to finish its rotation` });
-  }
-
   const reasons = async (name: string) => (await k.events(name)).map((e) => e.reason);
 
   it("restarts each of 10 workloads that read the Secret once, in all four ways, and retires the old key once they rolled out", async () => {
@@ -119,17 +56,17 @@ describeKube("operator rotation", () => {
     const using = await Promise.all(Array.from({ length: 10 }, (_, i) => {
       const [way, pod] = ways[i % ways.length]!;
       const kind: Kind = way === "volume" ? "StatefulSet" : way === "projected" ? "DaemonSet" : "Deployment";
-      return createWorkload(kind, `fleet-${way.toLowerCase()}-${i}`, pod("fleet"));
+      return w.create(kind, `fleet-${way.toLowerCase()}-${i}`, pod("fleet"));
     }));
-    const unrelated = await createWorkload("Deployment", "fleet-unrelated", reads.env("another-secret"));
+    const unrelated = await w.create("Deployment", "fleet-unrelated", reads.env("another-secret"));
     const oldToken = await rotatingKey("fleet");
     const before = await k.readApiKey("fleet");
     expect(before?.status?.rotation?.nextRotationTime).toBeDefined();
 
     proxy.resetCounts();
     const startedAt = performance.now();
-    await requestRotation("fleet", "first");
-    const done = await waitRotated("fleet");
+    await k.requestRotation("fleet", "first");
+    const done = await k.waitRotated("fleet");
     const retiredAfterMs = performance.now() - startedAt;
     const newToken = await k.token("fleet");
 
@@ -138,8 +75,8 @@ describeKube("operator rotation", () => {
     expect((await whoAmI(svc, oldToken)).status).toBe(401);
     expect(await keysEverMade(svc, "acme", "fleet")).toBe(2);
     const marker = done.status?.rotation?.lastRotationTime;
-    for (const workload of using) expect(await restarts(workload), `${workload.kind} ${workload.name}`).toEqual({ restarts: 1, marker });
-    expect(await restarts(unrelated)).toEqual({ restarts: 0, marker: undefined });
+    for (const workload of using) expect(await w.restarts(workload), `${workload.kind} ${workload.name}`).toEqual({ restarts: 1, marker });
+    expect(await w.restarts(unrelated)).toEqual({ restarts: 0, marker: undefined });
     expect(done.status?.rotation?.lastRequest).toBe("first");
     expect(done.status?.key?.hint).toBe(`XI…${newToken?.slice(-4)}`);
     const events = await reasons("fleet");
@@ -157,12 +94,12 @@ describeKube("operator rotation", () => {
   });
 
   it("keeps the old key while a rollout hangs, and retires it as soon as the rollout completes", async () => {
-    const stuck = await createWorkload("Deployment", "stuck", reads.envFrom("waits"), 1);
+    const stuck = await w.create("Deployment", "stuck", reads.envFrom("waits"), 1);
     const oldToken = await rotatingKey("waits");
-    await requestRotation("waits", "1");
+    await k.requestRotation("waits", "1");
     const rotating = await waitFor(async () => {
       const apiKey = await k.readApiKey("waits");
-      return rotatingNow(apiKey) && (await restarts(stuck)).restarts === 1 && apiKey;
+      return rotatingNow(apiKey) && (await w.restarts(stuck)).restarts === 1 && apiKey;
     }, { what: "the rotation to wait for the rollout" });
     const newToken = await k.token("waits");
     expect(newToken).not.toBe(oldToken);
@@ -172,23 +109,23 @@ describeKube("operator rotation", () => {
     expect(rotating.status?.conditions?.find((c) => c.type === "Reconciling")?.message).toMatch(/^waiting for the restarted workloads to roll out/);
     if (haveLua()) expect((await runArgoHealth(rotating)).status).toBe("Progressing");
 
-    await scale("stuck", 0);
-    await waitRotated("waits");
+    await w.scale("stuck", 0);
+    await k.waitRotated("waits");
     expect((await whoAmI(svc, oldToken)).status).toBe(401);
     expect((await whoAmI(svc, newToken)).status).toBe(200);
-    expect(await restarts(stuck)).toMatchObject({ restarts: 2 }); // the restart and the test's scaling
+    expect(await w.restarts(stuck)).toMatchObject({ restarts: 2 }); // the restart and the test's scaling
   });
 
   it("retires the old key at the grace period's end when a rollout never completes, with a warning", async () => {
-    await createWorkload("Deployment", "never", reads.volume("grace"), 1);
+    await w.create("Deployment", "never", reads.volume("grace"), 1);
     const oldToken = await rotatingKey("grace", { gracePeriod: "10m" });
-    await requestRotation("grace", "1");
+    await k.requestRotation("grace", "1");
     await waitFor(async () => rotatingNow(await k.readApiKey("grace")), { what: "the rotation to wait for the rollout" });
     expect((await whoAmI(svc, oldToken)).status).toBe(200);
 
     clock.advance(10 * 60_000);
     await operator.resync();
-    await waitRotated("grace");
+    await k.waitRotated("grace");
     expect((await whoAmI(svc, oldToken)).status).toBe(401);
     const retired = (await k.events("grace")).find((e) => e.reason === "RetiredKey");
     expect(retired).toMatchObject({ type: "Warning" });
@@ -203,7 +140,7 @@ describeKube("operator rotation", () => {
 
     clock.advance(10_000);
     await operator.resync();
-    const done = await waitRotated("periodic");
+    const done = await k.waitRotated("periodic");
     const newToken = await k.token("periodic");
     expect(newToken).not.toBe(oldToken);
     expect((await whoAmI(svc, oldToken)).status).toBe(401);
@@ -236,11 +173,11 @@ describeKube("operator rotation", () => {
    * with one new key and one restart per workload.
    */
   async function interruptedAt(name: string, step: Step): Promise<void> {
-    const workloads = [await createWorkload("Deployment", `${name}-env`, reads.env(name)), await createWorkload("DaemonSet", `${name}-projected`, reads.projected(name))];
+    const workloads = [await w.create("Deployment", `${name}-env`, reads.env(name)), await w.create("DaemonSet", `${name}-projected`, reads.projected(name))];
     const oldToken = await rotatingKey(name);
     proxy.resetCounts();
     step.arm?.();
-    await requestRotation(name, "1");
+    await k.requestRotation(name, "1");
     try {
       await waitFor(() => step.reached(oldToken), { what: `the operator to reach the step of ${name}` });
       await operator.stop();
@@ -251,13 +188,13 @@ describeKube("operator rotation", () => {
       operator = await startTestOperator(svc, proxy.kubeConfig, k.namespace, { clock: clock.clock });
     }
 
-    await waitRotated(name);
+    await k.waitRotated(name);
     const newToken = await k.token(name);
     expect(newToken).not.toBe(oldToken);
     expect((await whoAmI(svc, newToken)).status).toBe(200);
     expect((await whoAmI(svc, oldToken)).status).toBe(401);
     expect(await keysEverMade(svc, "acme", name)).toBe(2);
-    for (const workload of workloads) expect((await restarts(workload)).restarts, `${workload.kind} ${workload.name}`).toBe(1);
+    for (const workload of workloads) expect((await w.restarts(workload)).restarts, `${workload.kind} ${workload.name}`).toBe(1);
   }
 
   it("finishes a rotation stopped right after recording it, before the key store made it", async () => {
@@ -289,13 +226,13 @@ describeKube("operator rotation", () => {
   it("finishes a rotation stopped after the old key was retired but before its status said so", async () => {
     const name = "stop-retired";
     // A rollout that hangs until the test scales it down, once status writes fail.
-    await createWorkload("Deployment", `${name}-hang`, reads.env(name), 1);
+    await w.create("Deployment", `${name}-hang`, reads.env(name), 1);
     let scaled = false;
     await interruptedAt(name, {
       async reached(oldToken) {
         if (!scaled && rotatingNow(await k.readApiKey(name))) {
           proxy.failWrites({ status: 500, times: Infinity, resource: "apikeys/status" });
-          await scale(`${name}-hang`, 0);
+          await w.scale(`${name}-hang`, 0);
           scaled = true;
         }
         return scaled && (await whoAmI(svc, oldToken)).status === 401;
