@@ -3,7 +3,10 @@
 // apiKeyAuth.credentialRefs reads it; both keys during a rotation's grace, one once the old is
 // retired; and a switch of format rewrites it, both ways. keyplane and the operator share a clock the
 // test moves, so a grace period passes without waiting for it.
+import { readFile } from "node:fs/promises";
+import { loadAll } from "js-yaml";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import type { ApiKey } from "../../src/operator/apikey.ts";
 import type { Operator } from "../../src/operator/start.ts";
 import { fakeClock } from "../support/clock.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
@@ -23,7 +26,7 @@ describeKube("operator: Secrets for Envoy Gateway", () => {
 
   beforeAll(async () => {
     svc = await startService("pglite", { clock: clock.clock });
-    await createCustomer(svc, "acme");
+    await createCustomer(svc, "acme", "sip.acme.example");
     root = ((await svc.admin.post("/admin/customers/acme/keys", { name: "root" })).body as { keyId: string }).keyId;
     k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, "envoy"));
     operator = await startTestOperator(svc, kube().kubeConfig, k.namespace, { clock: clock.clock });
@@ -109,5 +112,14 @@ describeKube("operator: Secrets for Envoy Gateway", () => {
     await waitFor(async () => (await credentials("switch"))?.token !== undefined, { what: "the keyplane form" });
     expect(await credentials("switch")).toEqual({ token });
     expect((await whoAmI(svc, token)).status).toBe(200);
+  });
+
+  it("takes the ApiKey of deploy/examples/envoy-gateway.yaml, and writes its Secret for Envoy Gateway", async () => {
+    const docs = loadAll(await readFile(new URL("../../deploy/examples/envoy-gateway.yaml", import.meta.url), "utf8")) as ApiKey[];
+    const example = docs.find((d) => d.kind === "ApiKey")!;
+    await k.createApiKey(example.metadata.name ?? "", example.spec);
+    const ready = await k.waitReady(example.metadata.name ?? "");
+    const data = await credentials(example.spec.secret?.name ?? "");
+    expect(Object.keys(data ?? {})).toEqual([String(ready.status?.key?.id)]);
   });
 });
