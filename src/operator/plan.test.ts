@@ -671,6 +671,12 @@ describe("spec.secret.format envoy-gateway", () => {
       also: (p) => expect(ofType(p, "replaceSecret")?.secret.data).toEqual({ 18: b64(NEW_TOKEN) }),
     },
     {
+      name: "empties an envoy-gateway Secret while the spec says active: false: Envoy checks nothing else",
+      input: settled({ apiKey: apiKey({ ...envoy, active: false }, {}, readyStatus()), secret: secretOf(apiKey(envoy), [{ id: 17, token: TOKEN }]) }),
+      actions: ["setKeyActive", "replaceSecret"], next: "done", ready: "Provisioned",
+      also: (p) => expect(ofType(p, "replaceSecret")?.secret.data).toEqual({}),
+    },
+    {
       name: "rewrites the Secret when the format switches to envoy-gateway",
       input: settled({ apiKey: apiKey(envoy, {}, readyStatus()), secret: ownSecret() }),
       actions: ["replaceSecret"], next: "done", ready: "Provisioned",

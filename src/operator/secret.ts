@@ -33,11 +33,13 @@ export interface HeldKey {
 /**
  * The Secret's data: format `keyplane`, the current key's token under spec.secret.key; `envoy-gateway`,
  * each live key's numeric id to its token (the current key, and the one it replaced while that still
- * authenticates), the form Envoy Gateway's SecurityPolicy apiKeyAuth.credentialRefs reads.
+ * authenticates), the form Envoy Gateway's SecurityPolicy apiKeyAuth.credentialRefs reads. Envoy checks
+ * nothing but that list, so while the spec says `active: false` it is empty.
  */
 export function secretData(spec: EffectiveSpec, current: HeldKey, previous?: HeldKey): Record<string, string> {
   const base64 = (token: string) => Buffer.from(token, "utf8").toString("base64");
   if (spec.secret.format === "keyplane") return { [spec.secret.key]: base64(current.token) };
+  if (!spec.active) return {};
   const held = previous && previous.id !== current.id ? [previous, current] : [current];
   return Object.fromEntries(held.map((k) => [String(k.id), base64(k.token)]));
 }
