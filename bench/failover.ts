@@ -24,6 +24,9 @@ import { REPO, startKeyplane, type Server } from "./processes.ts";
 const TARGET_MS = 2_000;
 /** Between two psql attempts: about what a client that reconnects at once waits. */
 const PSQL_GAP_MS = 20;
+/** The load under which keyplane's sessions are counted before the failovers: enough to fill its pools. */
+const LOAD_CLIENTS = 32;
+const LOAD_MS = 3_000;
 /** How often keyplane's sessions are counted on each node. */
 const SAMPLE_MS = 50;
 /** A failover that has not ended by then is a failure of the run. */
@@ -102,6 +105,25 @@ async function keyplaneWrites(p: Server, root: string, since: number): Promise<n
   }
 }
 
+/** Keyplane's sessions on the primary, at most, while LOAD_CLIENTS clients provision keys back to back for LOAD_MS. */
+async function sessionsUnderLoad(cluster: PatroniCluster, p: Server, root: string): Promise<Record<string, number>> {
+  const sampler = sampleSessions(cluster);
+  const until = performance.now() + LOAD_MS;
+  await Promise.all(
+    Array.from({ length: LOAD_CLIENTS }, async () => {
+      while (performance.now() < until) {
+        const res = await fetch(`${p.url}/customers/self/keys`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${root}`, "content-type": "application/json" },
+          body: JSON.stringify({ name: `load-${randomBytes(6).toString("hex")}` }),
+        });
+        await res.arrayBuffer();
+      }
+    }),
+  );
+  return sampler.stop();
+}
+
 /**
  * What each process's listener costs the primary: the read it makes every 250 ms (key-catch-up.ts),
  * timed from here (the round trip, on one connection), as the listener sends it when nothing is new.
@@ -142,6 +164,8 @@ async function main(): Promise<void> {
     await admin("/admin/customers", { name: "bench" });
     const root = ((await (await admin("/admin/customers/bench/keys", { name: "root" })).json()) as { keyId: string }).keyId;
 
+    const underLoad = await sessionsUnderLoad(cluster, keyplane, root);
+    console.error(`keyplane's sessions on the primary under load: ${JSON.stringify(underLoad)}`);
     const results: Failover[] = [];
     const [node1, node2] = cluster.nodes;
     let [leader, standby]: PatroniNode[] = [node1, node2];
@@ -168,6 +192,7 @@ async function main(): Promise<void> {
       medianKeyplaneMs: Math.round(median(results.map((r) => r.keyplaneMs))),
       maxBehindMs: Math.round(Math.max(...behind)),
       listenerCheck: check,
+      sessionsUnderLoad: underLoad,
       peakSessions: Object.fromEntries(["keyplane", "keyplane-listen", "keyplane-probe"].map((app) => [app, Math.max(0, ...results.map((r) => r.sessions[app] ?? 0))])),
       targetBehindMs: TARGET_MS,
       met: behind.every((b) => b <= TARGET_MS),
@@ -177,7 +202,7 @@ async function main(): Promise<void> {
     console.log("| failover | psql writes after | keyplane writes after | keyplane behind psql |\n|---|---|---|---|");
     for (const [i, r] of results.entries()) console.log(`| ${i + 1}: ${r.from} → ${r.to} | ${Math.round(r.psqlMs)} ms | ${Math.round(r.keyplaneMs)} ms | ${Math.round(behind[i]!)} ms |`);
     console.log(`| median | ${report.medianPsqlMs} ms | ${report.medianKeyplaneMs} ms | target ≤ ${TARGET_MS} ms: ${report.met ? "met" : "MISSED"} |`);
-    console.log(`\nkeyplane's sessions on one node at most, through the failovers: ${JSON.stringify(report.peakSessions)}`);
+    console.log(`\nkeyplane's sessions on the primary under load: ${JSON.stringify(underLoad)}; on one node at most, through the failovers: ${JSON.stringify(report.peakSessions)}`);
   } finally {
     await keyplane?.stop();
     await cluster.destroy();
