@@ -6,14 +6,19 @@
 // failover: cached keys verify, the rest is 200 or 503, never 500; provisioning answers 200 again
 // within 5 s of the new primary accepting writes; every acknowledged key is there afterwards, and a
 // name retried after a 503 made exactly one key; a key disabled just before the kill is refused by
-// both processes, and one disabled after the failover by the other within a second.
+// both processes, and one disabled after the failover by the other within a second; /readyz answers
+// 503 while no primary does. And a standby alone in DATABASE_URL is refused, never read from.
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { StoreUnavailable } from "../../src/domain/errors.ts";
+import { translateError } from "../../src/store/errors.ts";
+import { openPostgres } from "../../src/store/postgres.ts";
 import { patroniUnavailable, startPatroni, type PatroniCluster, type PatroniNode } from "../support/patroni.ts";
 import { startServerProcess, type ServerProcess } from "../support/process.ts";
+import { captureLogger } from "../support/service.ts";
 import { startTraffic, statusesOf, type Traffic } from "../support/traffic.ts";
 
 /** KEYPLANE_DATABASE_TIMEOUT_MS of both processes. */
@@ -31,10 +36,10 @@ const unavailable = patroniUnavailable();
 const CI = process.env.CI === "true";
 const skipReason = unavailable && !CI ? ` (skipped: ${unavailable})` : "";
 
-type Kind = "cached" | "verified" | "unknown" | "provision1" | "provision2";
-const KINDS: Kind[] = ["cached", "verified", "unknown", "provision1", "provision2"];
+type Kind = "cached" | "verified" | "unknown" | "ready" | "provision1" | "provision2";
+const KINDS: Kind[] = ["cached", "verified", "unknown", "ready", "provision1", "provision2"];
 const WRITES: Kind[] = ["provision1", "provision2"];
-const NORMAL: Record<Kind, number[]> = { cached: [200], verified: [200], unknown: [401], provision1: [200], provision2: [200] };
+const NORMAL: Record<Kind, number[]> = { cached: [200], verified: [200], unknown: [401], ready: [200], provision1: [200], provision2: [200] };
 
 const neverSeen = () => `XI${randomBytes(16).toString("hex").toUpperCase()}`;
 const hold = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -177,6 +182,10 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
       cached: () => checked("cached", call(url, "GET", "/keys/self", cachedKey)),
       verified: () => checked("verified", call(url, "POST", "/verify", undefined, { key: cachedKey, path: "/calls", method: "GET" })),
       unknown: () => checked("unknown", call(url, "GET", "/keys/self", neverSeen())),
+      ready: async () => {
+        await hold(50); // at a probe's pace, not a flood
+        return call(url, "GET", "/readyz");
+      },
       provision1: provisioning("provision1"),
       provision2: provisioning("provision2"),
     });
@@ -225,6 +234,7 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
         expect(seen.filter((status) => !allowed.includes(status)), `${replicas[i]!.name} ${kind}: statuses ${seen}`).toEqual([]);
       }
       expect(t.between("unknown", killedAt, acceptingAt).some((s) => s.status === 503), `${replicas[i]!.name} saw the failover`).toBe(true);
+      expect(t.between("ready", killedAt, acceptingAt).some((s) => s.status === 503), `${replicas[i]!.name}: /readyz while no primary answers`).toBe(true);
     }
     expect(wrong).toEqual([]);
     const writesBack = back.map((s) => s.answeredAt - acceptingAt);
@@ -255,6 +265,20 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
       `(${writesBack.map(ms).join(", ")} after the new primary); ${unavailableAnswers} answers 503; revocation across processes ${ms(revoked)} after`
     );
   }
+
+  it("a server in recovery counts as unreachable: a standby alone in DATABASE_URL is refused, never read from", async () => {
+    const standby = cluster.nodes[2];
+    const db = openPostgres({ connectionString: standby.url(), log: captureLogger([]), timeoutMs: TIMEOUT_MS });
+    try {
+      await expect(db.query("SELECT 1")).rejects.toBeInstanceOf(StoreUnavailable);
+      await expect(db.transaction((tx) => tx.query("SELECT 1"))).rejects.toBeInstanceOf(StoreUnavailable);
+      // On the standby itself, a write is refused as read-only (25006): unavailable too, not a defect.
+      await expect(cluster.admin("INSERT INTO failover_probe DEFAULT VALUES", [], standby)).rejects.toMatchObject({ code: "25006" });
+      expect(translateError(await cluster.admin("INSERT INTO failover_probe DEFAULT VALUES", [], standby).catch((e: unknown) => e))).toBeInstanceOf(StoreUnavailable);
+    } finally {
+      await db.close();
+    }
+  });
 
   it("the leader killed under load: writes back within 5 s of the new primary, nothing acknowledged lost, no 500", { timeout: 90_000 }, async () => {
     const [node1, node2] = cluster.nodes;
