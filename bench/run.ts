@@ -13,6 +13,7 @@ import { client, expectStatus, type Client } from "./http.ts";
 import { load, percentile, summarize, type LoadResult } from "./load.ts";
 import { metricsPhase } from "./metrics.ts";
 import { policyPhase } from "./policy.ts";
+import { WEBHOOK_BENCH_ENV, webhooksPhase } from "./webhooks.ts";
 import { scalingPhase } from "./scaling.ts";
 import { cpuMeter, memoryOf, REPO, resetPeak, sleep, startBare, startKeyplane, type CpuUse, type KeyplaneEnv, type Metered, type Server } from "./processes.ts";
 import { profileText, summarizeProfile, type ProfileSummary } from "./profile.ts";
@@ -21,7 +22,7 @@ import { FIGURES, figures, machine, markdownTable, versions, type FigureKey } fr
 // `npm run bench`: keyplane on PostgreSQL, measured in one run against a bare node:http baseline.
 // See bench/README.md for what each figure means and how it is measured.
 
-const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway", "metrics", "policy", "scaling"] as const;
+const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway", "metrics", "policy", "webhooks", "scaling"] as const;
 /** Every phase but scaling, which starts four processes and runs only when asked for. */
 const DEFAULT_PHASES = PHASES.filter((p) => p !== "scaling");
 type Phase = (typeof PHASES)[number];
@@ -442,7 +443,8 @@ async function main(): Promise<number> {
     };
     const profileDir = s.cpuProf ? await mkdtemp(join(tmpdir(), "keyplane-bench-profile-")) : undefined;
     const profiling = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
-    const a = await startKeyplane("A", env, profiling);
+    // A sends the webhooks phase's messages to its receiver, on 127.0.0.1 over http.
+    const a = await startKeyplane("A", env, profiling, WEBHOOK_BENCH_ENV);
     children.push(a);
     cleanups.push(() => a.stop());
     const admin = client(a.url);
@@ -483,6 +485,14 @@ async function main(): Promise<number> {
       Object.assign(values, policy.figures);
       Object.assign(details, policy.details);
       runs.policy = policy;
+    }
+    if (s.phases.has("webhooks")) {
+      const owner = await customerWithKey(admin, env.adminToken, "bench-webhooks");
+      const tools = { ...s, say, expectAnswers, problem: (text: string) => problems.push(text), metered: (name: string, servers: Metered[], run: () => Promise<LoadResult>) => metered(name, servers, database, run) };
+      const webhooks = await webhooksPhase(tools, a, db, admin, owner);
+      Object.assign(values, webhooks.figures);
+      Object.assign(details, webhooks.details);
+      runs.webhooks = webhooks;
     }
     if (s.phases.has("scaling")) {
       const owner = await customerWithKey(admin, env.adminToken, "bench-scaling");

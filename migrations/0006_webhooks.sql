@@ -42,15 +42,22 @@ RETURNS TABLE (id integer) LANGUAGE sql STABLE AS $$
           AND (w.subscriber_id IS NULL OR w.subscriber_id = subscriber)))
 $$;
 
--- The outbox: one row per message and webhook. `next_attempt_at` is when it is due, and while an
--- attempt is under way, the end of that attempt's lease: a process killed mid-attempt leaves it due
--- again then. `claim` moves at each claim, so that only the claimant's result is written.
+-- The outbox: one row per message and webhook, due at `next_attempt_at`. A claim holds it until
+-- `lease_until`: a process killed mid-attempt leaves it to be claimed again then (its attempt recorded
+-- as abandoned). `claim` moves at each claim, so that only the claimant's result is written. A claim
+-- changes no indexed column, so that PostgreSQL can update the row in place (HOT, room left by the
+-- fill factor): a message costs its insert and the write of its outcome, not a third set of index entries.
+--
+-- No foreign key to webhooks: its check would lock the webhook's row (FOR KEY SHARE) in every
+-- transaction that writes a message, and the concurrent provisionings of one customer would all queue
+-- on it, making a new MultiXact each time (docs/adr/0007-provisioning-cost.md). A webhook's deletion
+-- deletes its deliveries; one written meanwhile for the deleted webhook fails when claimed.
 CREATE TABLE webhook_deliveries (
   id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  webhook_id      integer NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
+  webhook_id      integer NOT NULL,
   type            text NOT NULL,
-  -- The key event it tells of (no foreign key: the event is written in the same statement, and its
-  -- row need not be locked for this one); for a notice, `payload`, the body's data.event as JSON text.
+  -- The key event it tells of (no foreign key either: the event is written in the same statement); for
+  -- a notice, `payload`, the body's data.event as JSON text.
   event_id        bigint,
   payload         json,
   -- The message's time: the body's `timestamp`.
@@ -60,14 +67,14 @@ CREATE TABLE webhook_deliveries (
   attempts        jsonb NOT NULL DEFAULT '[]',
   next_attempt_at timestamptz,
   claim           integer NOT NULL DEFAULT 0,
-  -- While an attempt is under way: when it began.
+  -- While an attempt is under way: when it began, and until when it is the claimant's.
   claimed_at      timestamptz,
+  lease_until     timestamptz,
   CHECK ((state = 'pending') = (next_attempt_at IS NOT NULL)),
   CHECK (event_id IS NOT NULL OR payload IS NOT NULL)
-);
+) WITH (fillfactor = 80);
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE next_attempt_at IS NOT NULL;
 CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (webhook_id, id);
-CREATE INDEX webhook_deliveries_done ON webhook_deliveries (created_at) WHERE next_attempt_at IS NULL;
 
 -- A message for each active webhook that wants it, in the transaction that records the events.
 -- Statement-level: one call for all the events of a statement (a batch of provisioned keys, a
@@ -87,10 +94,16 @@ END $$;
 CREATE TRIGGER key_events_to_webhooks AFTER INSERT ON key_events
   REFERENCING NEW TABLE AS recorded FOR EACH STATEMENT EXECUTE FUNCTION key_events_to_webhooks();
 
--- New messages wake the senders of every process (a wake-up: each also looks for due ones now and then).
+-- New messages wake the senders of every process, unless one is busy: a sender with attempts under
+-- way (a claim whose lease runs) looks for new messages every 100 ms, and PostgreSQL serialises the
+-- commits of every transaction that notifies (one lock, held through the commit's WAL flush), which
+-- under a stream of provisionings would make them commit one at a time. A wake-up only: each sender
+-- also looks for due messages now and then (src/services/webhook-sender.ts).
 CREATE FUNCTION webhook_deliveries_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF EXISTS (SELECT 1 FROM queued) THEN
+  IF EXISTS (SELECT 1 FROM queued)
+     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d, (SELECT max(created_at) AS t FROM queued) q
+                      WHERE d.next_attempt_at <= q.t AND d.lease_until > q.t) THEN
     PERFORM pg_notify('keyplane_webhooks', '');
   END IF;
   RETURN NULL;

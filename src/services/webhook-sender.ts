@@ -16,6 +16,13 @@ import { webhookSecret } from "./webhooks.ts";
 // by a timer set to the next retry, and by a poll; none of it runs on a request's path, and its
 // statements go to a database (a pool) of its own where there is one.
 
+/**
+ * While it has attempts under way, and for a second after, a sender looks for new messages this often:
+ * writers do not announce them then (migrations/0006_webhooks.sql: an announcement makes commits wait).
+ */
+export const BUSY_POLL_MS = 100;
+const BUSY_GRACE_MS = 1_000;
+
 /** How a delivery's attempt ended, for the metrics. */
 export type SendResult = "delivered" | "retrying" | "failed" | "deactivated";
 
@@ -49,6 +56,8 @@ export class WebhookSender {
   #poll: NodeJS.Timeout | undefined;
   #unlisten: (() => Promise<void>) | undefined;
   #stopped = false;
+  /** When this sender last claimed a delivery or finished an attempt (performance.now()). */
+  #busyAt = -Infinity;
   readonly #keys = new Map<number, { sealed: Buffer; key: Buffer }>();
 
   constructor(options: WebhookSenderOptions) {
@@ -91,8 +100,9 @@ export class WebhookSender {
       const batch = await deliveryClaim(this.#o.db, now, room, new Date(now.getTime() + this.#o.leaseMs));
       for (const d of batch) this.#track(this.#attempt(d));
       this.#claimed += batch.length;
+      if (batch.length > 0) this.#busyAt = performance.now();
       if (batch.length < room) {
-        if (batch.length === 0) await this.#timeNext(now);
+        await this.#timeNext(now);
         return;
       }
     }
@@ -102,18 +112,20 @@ export class WebhookSender {
     this.#attempts.add(attempt);
     void attempt.finally(() => {
       this.#attempts.delete(attempt);
+      this.#busyAt = performance.now();
       // Claims come in batches: the next when half the room is free, or all of it.
       if (this.#attempts.size <= this.#o.concurrency / 2) this.wake();
     });
   }
 
-  /** The timer to the next delivery due, or the poll's interval if sooner. */
+  /** The timer: soon while busy (writers do not wake a busy sender); else to the next delivery due, or the poll's interval if sooner. */
   async #timeNext(now: Date): Promise<void> {
-    const next = await deliveryNextDue(this.#o.db);
-    if (next === undefined || this.#stopped) return;
+    const busy = this.#attempts.size > 0 || performance.now() - this.#busyAt < BUSY_GRACE_MS;
+    const next = busy ? undefined : await deliveryNextDue(this.#o.db);
+    if (this.#stopped) return;
+    const wait = busy ? BUSY_POLL_MS : next === undefined ? this.#o.pollMs : Math.min(this.#o.pollMs, Math.max(0, next.getTime() - now.getTime()) + 1);
     clearTimeout(this.#timer);
-    const wait = Math.min(this.#o.pollMs, Math.max(0, next.getTime() - now.getTime()));
-    this.#timer = setTimeout(() => this.wake(), wait + 1).unref();
+    this.#timer = setTimeout(() => this.wake(), wait).unref();
   }
 
   async #attempt(d: ClaimedDelivery): Promise<void> {

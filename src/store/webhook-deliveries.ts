@@ -19,7 +19,7 @@ export interface ClaimedDelivery {
   webhookId: number;
   url: string;
   secretSealed: Buffer;
-  /** The webhook is active: a delivery of an inactive one fails without an attempt. */
+  /** The webhook is active: a delivery of an inactive one (or of one deleted as it was written) fails without an attempt. */
   active: boolean;
   type: WebhookType;
   createdAt: Date;
@@ -33,20 +33,20 @@ export interface ClaimedDelivery {
 const CLAIM = `
   WITH due AS (
     SELECT d.id FROM webhook_deliveries d
-     WHERE d.next_attempt_at <= $1
+     WHERE d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until <= $1)
      ORDER BY d.next_attempt_at
      LIMIT $2
      FOR UPDATE SKIP LOCKED),
   claimed AS (
     UPDATE webhook_deliveries d
-       SET claim = d.claim + 1, claimed_at = $1, next_attempt_at = $3,
-           attempts = CASE WHEN d.claimed_at IS NULL THEN d.attempts
+       SET claim = d.claim + 1, claimed_at = $1, lease_until = $3,
+           attempts = CASE WHEN d.lease_until IS NULL THEN d.attempts
                       ELSE d.attempts || jsonb_build_object('at', d.claimed_at, 'status', NULL, 'error', $4::text, 'durationMs', NULL) END
       FROM due WHERE d.id = due.id
     RETURNING d.id AS delivery_id, d.claim, d.webhook_id, d.type AS delivery_type, d.event_id, d.payload::text AS payload,
               d.created_at AS delivery_created_at, jsonb_array_length(d.attempts) AS attempts_made)
-  SELECT c.*, w.url, w.secret_sealed, w.active AS webhook_active, ${EVENT_COLUMNS}
-    FROM claimed c JOIN webhooks w ON w.id = c.webhook_id LEFT JOIN key_events e ON e.id = c.event_id
+  SELECT c.*, w.url, w.secret_sealed, coalesce(w.active, false) AS webhook_active, ${EVENT_COLUMNS}
+    FROM claimed c LEFT JOIN webhooks w ON w.id = c.webhook_id LEFT JOIN key_events e ON e.id = c.event_id
    ORDER BY c.delivery_id`;
 
 /**
@@ -60,8 +60,8 @@ export async function deliveryClaim(q: Queryable, now: Date, limit: number, leas
     id: Number(row.delivery_id),
     claim: row.claim as number,
     webhookId: row.webhook_id as number,
-    url: row.url as string,
-    secretSealed: row.secret_sealed as Buffer,
+    url: (row.url ?? "") as string,
+    secretSealed: (row.secret_sealed ?? Buffer.alloc(0)) as Buffer,
     active: row.webhook_active as boolean,
     type: row.delivery_type as WebhookType,
     createdAt: row.delivery_created_at as Date,
@@ -84,7 +84,7 @@ export interface DeliveryResult {
 
 const FINISH = `
   UPDATE webhook_deliveries d
-     SET attempts = d.attempts || r.attempt::jsonb, state = r.state, next_attempt_at = r.next_at, claimed_at = NULL
+     SET attempts = d.attempts || r.attempt::jsonb, state = r.state, next_attempt_at = r.next_at, claimed_at = NULL, lease_until = NULL
     FROM unnest($1::bigint[], $2::integer[], $3::text[], $4::text[], $5::timestamptz[]) AS r(id, claim, attempt, state, next_at)
    WHERE d.id = r.id AND d.claim = r.claim`;
 
@@ -97,9 +97,9 @@ export async function deliveryFinish(q: Queryable, results: readonly DeliveryRes
   ]);
 }
 
-/** When the next delivery falls due, if any is pending. */
+/** When the next delivery may be claimed (its time, or its lease's end), if any is pending. */
 export async function deliveryNextDue(q: Queryable): Promise<Date | undefined> {
-  const rows = await q.query("SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL");
+  const rows = await q.query("SELECT min(greatest(next_attempt_at, lease_until)) AS at FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL");
   return (rows[0]?.at ?? undefined) as Date | undefined;
 }
 
@@ -133,7 +133,7 @@ function deliveryFrom(row: Row): WebhookDelivery {
 /** A page of a webhook's deliveries, newest first. */
 export async function deliveryListByWebhook(q: Queryable, webhookId: number, page: DeliveryPage): Promise<WebhookDelivery[]> {
   const rows = await q.query(
-    `SELECT d.id, d.type, d.state, d.created_at, d.attempts, d.next_attempt_at FROM webhook_deliveries d
+    `SELECT d.id, d.type, d.state, d.created_at, d.attempts, greatest(d.next_attempt_at, d.lease_until) AS next_attempt_at FROM webhook_deliveries d
       WHERE d.webhook_id = $1 AND ($2::bigint IS NULL OR d.id < $2) AND ($4::text IS NULL OR d.state = $4)
       ORDER BY d.id DESC LIMIT $3`,
     [webhookId, page.before ?? null, page.limit, page.state ?? null],
@@ -158,7 +158,8 @@ export async function deliveryPrune(q: Queryable, before: Date, limit: number): 
   const rows = await q.query(
     `WITH gone AS (
        DELETE FROM webhook_deliveries WHERE id IN (
-         SELECT id FROM webhook_deliveries WHERE next_attempt_at IS NULL AND created_at < $1 LIMIT $2)
+         -- The oldest first, along the primary key: what is left of the oldest is what is due to go.
+         SELECT id FROM webhook_deliveries WHERE next_attempt_at IS NULL AND created_at < $1 ORDER BY id LIMIT $2)
        RETURNING 1)
      SELECT count(*)::int AS n FROM gone`,
     [before, limit],

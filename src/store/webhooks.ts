@@ -80,7 +80,7 @@ export async function webhookUpdate(q: Queryable, id: number, c: WebhookChange, 
     `WITH changed AS (
        UPDATE webhooks w SET url = $2, events = $3, description = $4, active = $5, modified_at = $6 WHERE w.id = $1 RETURNING ${COLUMNS}),
      failed AS (
-       UPDATE webhook_deliveries d SET state = 'failed', next_attempt_at = NULL, claimed_at = NULL
+       UPDATE webhook_deliveries d SET state = 'failed', next_attempt_at = NULL, claimed_at = NULL, lease_until = NULL
          FROM changed WHERE NOT changed.active AND d.webhook_id = changed.id AND d.state = 'pending')
      SELECT * FROM changed w`,
     [id, c.url, c.events, c.description, c.active, now],
@@ -90,14 +90,20 @@ export async function webhookUpdate(q: Queryable, id: number, c: WebhookChange, 
 
 /** Deletes a webhook and its deliveries; false when there was none. */
 export async function webhookDelete(q: Queryable, id: number): Promise<boolean> {
-  return (await q.query("DELETE FROM webhooks WHERE id = $1 RETURNING id", [id])).length > 0;
+  const rows = await q.query(
+    `WITH gone AS (DELETE FROM webhooks WHERE id = $1 RETURNING id),
+     deliveries AS (DELETE FROM webhook_deliveries d USING gone WHERE d.webhook_id = gone.id)
+     SELECT id FROM gone`,
+    [id],
+  );
+  return rows.length > 0;
 }
 
 /** A receiver answered 410 Gone: the webhook stops, as a deactivation by PUT does. */
 export async function webhookDeactivate(q: Queryable, id: number, now: Date): Promise<void> {
   await q.query(
     `WITH changed AS (UPDATE webhooks SET active = false, modified_at = $2 WHERE id = $1 AND active RETURNING id)
-     UPDATE webhook_deliveries d SET state = 'failed', next_attempt_at = NULL, claimed_at = NULL
+     UPDATE webhook_deliveries d SET state = 'failed', next_attempt_at = NULL, claimed_at = NULL, lease_until = NULL
        FROM changed WHERE d.webhook_id = changed.id AND d.state = 'pending'`,
     [id, now],
   );
