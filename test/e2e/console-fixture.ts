@@ -18,10 +18,13 @@ import { Conformance } from "../support/conformance.ts";
 import { createPostgresDatabase } from "../support/databases.ts";
 import { captureLogger } from "../support/service.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
+import { startReceiver, type Receiver } from "../support/webhook-receiver.ts";
 
 // The console's world: a real keyplane in this process on a real HTTP listener, on PostgreSQL through
 // a TCP proxy of the test's own (so the database can be taken away: a real 503) where a server
-// answers, else on PGlite; and Debian's Chromium driven by playwright-core, a fresh profile each time.
+// answers, else on PGlite; a webhook receiver of the test's own on 127.0.0.1 (so keyplane is let send
+// over http to a loopback address); and Debian's Chromium driven by playwright-core, a fresh profile
+// each time.
 
 export const CHROMIUM = "/usr/bin/chromium";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
@@ -51,6 +54,8 @@ export interface ConsoleWorld {
   as(token: string): Rest;
   /** The proxy between keyplane and PostgreSQL; undefined on PGlite. */
   proxy: TcpProxy | undefined;
+  /** Where the console's webhooks send: it keeps every request and answers as the test says. */
+  receiver: Receiver;
   stop(): Promise<void>;
 }
 
@@ -97,12 +102,15 @@ export async function startConsoleWorld(): Promise<ConsoleWorld> {
   const adminToken = "kpa_console_" + randomBytes(24).toString("hex");
   const log = captureLogger([], [adminToken]);
   const database = await openDatabase(log);
+  const receiver = await startReceiver();
   const keyplane: Keyplane = await createKeyplane({
     db: database.db, secrets: { adminToken, masterKey: randomBytes(32) }, runtimeHeader: "X-SVC-APIKey", log,
     // The browsers come from 127.0.0.1 with an X-Forwarded-For of their own, so each is its own client.
     throttle: { failuresPerMinute: FAILURES_PER_MINUTE, now: () => 0 }, trustedProxies: parseTrustedProxies("127.0.0.1"),
     // Last use is written twice a second rather than once a minute, so the page can show it.
     lastUseFlushMs: 500,
+    // The receiver is http on 127.0.0.1, which keyplane refuses unless told otherwise (docs/webhooks.md).
+    webhooks: { allowHttp: true, allowPrivate: true },
   });
   // Every answer of the REST API the page receives is checked against /openapi.json, as in the other
   // HTTP suites; the console's own files are no part of the API, nor of its document.
@@ -115,9 +123,11 @@ export async function startConsoleWorld(): Promise<ConsoleWorld> {
     admin: rest(listening.url, adminToken),
     as: (token) => rest(listening.url, token),
     proxy: database.proxy,
+    receiver,
     async stop() {
       await listening.close(0);
       await keyplane.close();
+      await receiver.close();
       await database.drop();
     },
   };

@@ -6,6 +6,7 @@ import { levelOf, scopeOf, when } from "./format.js";
 import { actionButtons, status } from "./keys.js";
 import { fail } from "./notice.js";
 import { policyView } from "./policy.js";
+import { usageSection } from "./usage.js";
 
 // One key: what it is, the policies that bind it with its live usage, and its events. A key that is
 // gone (deleted, expired) still shows its events, which the API keeps by numeric id.
@@ -25,7 +26,7 @@ export async function showKey(view, session, id) {
   const about = h("div");
   fill(view, heading, about, h("h2", {}, "Events"), h("div", { class: "table-wrap", role: "region", "aria-label": "Events of this key", tabindex: 0 }, events.table));
   focusHeading(heading);
-  const [key, history] = await Promise.allSettled([call("GET", keyPath(id)), call("GET", keyPath(id, "/events"))]);
+  const [key, history, usage] = await Promise.allSettled([call("GET", keyPath(id)), call("GET", keyPath(id, "/events")), call("GET", keyPath(id, "/usage"))]);
   if (history.status === "fulfilled") {
     if (!events.add(history.value.body).length) events.empty();
   } else if (key.status === "fulfilled") {
@@ -39,7 +40,10 @@ export async function showKey(view, session, id) {
   const shown = key.value.body;
   delete shown.keyId;
   heading.textContent = `Key “${shown.name}”`;
-  const credits = shown.policy?.credits ? await call("GET", keyPath(id, "/credits")).then((a) => a.body, () => null) : null;
+  if (usage.status === "rejected") fail(usage.reason);
+  const used = usage.status === "fulfilled" ? usage.value.body : null;
+  // The live balance and its next refill, for the policy that holds them.
+  const credits = (/** @type {string} */ scope) => (used?.credits?.scope === scope ? used.credits : null);
   fill(about,
     h("div", { class: "actions-bar" }, ...actionButtons(shown, session, () => void showKey(view, session, id))),
     h("dl", { class: "facts" },
@@ -50,9 +54,10 @@ export async function showKey(view, session, id) {
       ...fact("Last used", when(shown.lastUsedAt)),
       ...fact("Created", when(shown.createdAt)),
       ...fact("Id", String(shown.id))),
-    h("h2", {}, "Usage and policy"),
-    h("section", { class: "panel", "aria-labelledby": "own-policy" }, h("h3", { id: "own-policy" }, "This key's own policy"), ...policyView(shown.policy, credits)),
-    ...inherited(shown));
+    usageSection(shown, used),
+    h("h2", {}, "Policy"),
+    h("section", { class: "panel", "aria-labelledby": "own-policy" }, h("h3", { id: "own-policy" }, "This key's own policy"), ...policyView(shown.policy, credits("key"))),
+    ...inherited(shown, credits));
 }
 
 /**
@@ -66,13 +71,14 @@ function fact(term, ...description) {
 /**
  * The policies of the entities a key lies in: they bind it too, and their limits and credits are shared.
  * @param {any} key
+ * @param {(scope: string) => { remaining: number, nextRefillAt: string | null } | null} credits the live balance held at a level, when read
  */
-function inherited(key) {
+function inherited(key, credits) {
   return ENTITIES.filter(([field]) => key[field]?.policy).map(([field, noun, name]) => {
     const id = `policy-${field}`;
     return h("section", { class: "panel", "aria-labelledby": id },
       h("h3", { id }, `The ${noun} ${key[field][name]}'s policy`),
       h("p", { class: "hint" }, `It binds every key in the ${noun}; its limits and credits are shared by all of them.`),
-      ...policyView(key[field].policy));
+      ...policyView(key[field].policy, credits(noun)));
   });
 }

@@ -9,16 +9,19 @@ import { showKeys } from "./keys.js";
 import { clearNotices, fail, inWordsOf, SIGNED_OUT, warn } from "./notice.js";
 import { forgetToken, keepToken, token } from "./session.js";
 import { showSignIn } from "./sign-in.js";
+import { showWebhook } from "./webhook-view.js";
 import { showWebhooks } from "./webhooks.js";
 
 // The console's shell: signing in and out, who is signed in, and which view the address's fragment
-// names (#/keys, #/key/12, #/events, #/webhooks). A fragment never holds anything secret: keys are
-// named by their numeric id.
+// names (#/keys, #/key/12, #/events, #/webhooks, #/webhook/3). A fragment never holds anything
+// secret: keys and webhooks are named by their numeric id.
 
 /** @type {import("./keys.js").Session | null} */
 let session = null;
 const view = byId("view");
 const VIEWS = ["keys", "events", "webhooks"];
+/** The views of one thing, by id, and the list each belongs to. */
+const ONE = new Map([["key", "keys"], ["webhook", "webhooks"]]);
 
 /** @param {any} me */
 function signedIn(me) {
@@ -61,19 +64,20 @@ function signOut(why) {
 function route() {
   if (!session) return;
   const [, name = "", id] = location.hash.match(/^#\/([a-z]+)(?:\/(\d+))?$/) ?? [];
-  if (!(VIEWS.includes(name) || (name === "key" && id))) {
+  if (!(VIEWS.includes(name) || (ONE.has(name) && id))) {
     history.replaceState(null, "", "#/keys");
     return route();
   }
   clearNotices();
   for (const link of byId("nav").querySelectorAll("a")) {
-    if (link.dataset.view === (name === "key" ? "keys" : name)) link.setAttribute("aria-current", "page");
+    if (link.dataset.view === (ONE.get(name) ?? name)) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
   const shown = name === "keys" ? showKeys(view, session)
     : name === "key" ? showKey(view, session, Number(id))
       : name === "events" ? showEvents(view)
-        : showWebhooks(view);
+        : name === "webhook" ? showWebhook(view, session, Number(id))
+          : showWebhooks(view, session);
   void Promise.resolve(shown).catch(fail);
 }
 

@@ -1,5 +1,5 @@
 // @ts-check
-/* global window, CustomEvent */
+/* global window, location, CustomEvent */
 import { Refused } from "./api.js";
 import { byId, fill } from "./dom.js";
 
@@ -18,6 +18,17 @@ export function announce(text) {
 export function warn(text) {
   fill(byId("status"));
   fill(byId("alert"), text);
+}
+
+/**
+ * Goes to another view, still saying what was just announced: a new view clears the notices, in
+ * main.js's listener, which was added first and so runs before this one.
+ * @param {string} hash
+ */
+export function goTo(hash) {
+  const said = byId("status").textContent ?? "";
+  if (said) window.addEventListener("hashchange", () => announce(said), { once: true });
+  location.hash = hash;
 }
 
 export function clearNotices() {

@@ -64,8 +64,7 @@ export function policyView(policy, credits = null) {
         h("strong", {}, limit.name), `: ${number(limit.limit)} ${limit.limit === 1 ? "request" : "requests"} per ${period(limit.windowSeconds)}`,
         limit.methods ? `, ${limit.methods.join(", ")} only` : "",
         limit.paths ? [", on ", ...list(limit.paths)] : "",
-      ))),
-      h("p", { class: "hint" }, "A window's remaining requests are counted where keys are used (/verify and /auth answer with them); keyplane's own key paths do not show them."));
+      ))));
   }
   if (policy.credits) {
     const balance = credits ?? { remaining: policy.credits.remaining, nextRefillAt: null };

@@ -1,14 +1,107 @@
 // @ts-check
-import { fill, focusHeading, h } from "./dom.js";
+/* global document, HTMLElement */
+import { fill, focusHeading, h, hidden } from "./dom.js";
+import { scopeOf, when } from "./format.js";
+import { fail } from "./notice.js";
+import { createWebhook, deleteWebhook, editWebhook, toggleWebhook, webhookCall } from "./webhook-actions.js";
+import { eventsInWords } from "./webhook-words.js";
 
-// Lifecycle webhooks are not built yet (docs/api.md, "Not built"): the view says so, and is where
-// their list and form will go.
+// The webhooks view (docs/webhooks.md): the webhooks the signed-in key may manage (GET /webhooks: those
+// whose scope lies inside its own), and what can be done to each. A webhook's URL opens its deliveries.
 
-/** @param {HTMLElement} view */
-export function showWebhooks(view) {
-  const heading = h("h1", {}, "Webhooks");
-  fill(view, heading,
-    h("p", { class: "lede" }, "Webhooks will tell your services when a key is created, changed, rotated, deleted, about to expire or leaked."),
-    h("div", { class: "notice info" }, "This keyplane does not offer webhooks yet. Until it does, the Events view shows every change to your keys."));
+/**
+ * A webhook's state, as a badge.
+ * @param {{ active: boolean }} webhook
+ */
+export function webhookStatus(webhook) {
+  return webhook.active ? h("span", { class: "badge on" }, "Active") : h("span", { class: "badge off" }, "Disabled");
+}
+
+/**
+ * "the domain sip.acme.example": whose keys' messages a webhook gets, named where the signed-in key
+ * knows the name (its own entities) and by id below them.
+ * @param {any} webhook
+ * @param {any} me
+ */
+export function webhookScope(webhook, me) {
+  const levels = /** @type {const} */ ([
+    ["subscriberId", "subscriber", me.subscriber?.msisdn], ["applicationId", "application", me.application?.name],
+    ["domainId", "domain", me.domain?.domain], ["tenantId", "customer", me.tenant?.name],
+  ]);
+  for (const [field, noun, name] of levels) {
+    const id = webhook[field];
+    if (id === null || id === undefined) continue;
+    return id === me[field] ? `the ${noun} ${name}` : `the ${noun} #${id}, in ${scopeOf(me)}`;
+  }
+  return "every key";
+}
+
+/**
+ * The buttons that act on a webhook; `changed` runs after each change that took (with what was done).
+ * @param {any} webhook
+ * @param {(action: string) => void} changed
+ */
+export function webhookButtons(webhook, changed) {
+  /**
+   * @param {string} action
+   * @param {string} label
+   * @param {() => Promise<boolean>} run
+   * @param {string} [tone]
+   */
+  const button = (action, label, run, tone = "") => h("button", {
+    type: "button", class: `small ${tone}`.trim(), "data-focus": `${action}-webhook-${webhook.id}`,
+    onclick: async () => {
+      if (await run()) changed(action);
+    },
+  }, label, hidden(` the webhook to ${webhook.url}`));
+  return [
+    button("edit", "Edit", () => editWebhook(webhook)),
+    button("toggle", webhook.active ? "Disable" : "Enable", () => toggleWebhook(webhook)),
+    button("delete", "Delete", () => deleteWebhook(webhook), "danger"),
+  ];
+}
+
+/**
+ * @param {HTMLElement} view
+ * @param {import("./keys.js").Session} session
+ */
+export async function showWebhooks(view, session) {
+  const { me } = session;
+  const heading = h("h1", { id: "webhooks-title" }, "Webhooks");
+  const tbody = h("tbody");
+  const reload = () => {
+    // Focus goes back to the control that was used, where it still is.
+    const used = document.activeElement instanceof HTMLElement ? document.activeElement.dataset.focus : undefined;
+    void showWebhooks(view, session).then(() => {
+      const again = used && view.querySelector(`[data-focus="${used}"]`);
+      if (again instanceof HTMLElement) again.focus();
+    });
+  };
+  const create = h("button", { type: "button", class: "primary", "data-focus": "create-webhook", onclick: async () => { if (await createWebhook(me)) reload(); } }, "Create webhook");
+  const table = h("table", { id: "webhooks" },
+    h("caption", {}, "Webhooks, oldest first. A webhook's URL opens its deliveries."),
+    h("thead", {}, h("tr", {}, ...["URL", "Description", "Events", "Keys of", "Status", "Created"].map((t) => h("th", { scope: "col" }, t)),
+      h("th", { scope: "col" }, hidden("Actions")))),
+    tbody);
+  fill(view,
+    h("div", { class: "view-head" }, heading, create),
+    h("p", { class: "lede" }, "keyplane sends a signed message to a webhook's URL whenever a key inside its scope is created, changed, rotated, deleted, " +
+      `nears its expiry or expires, is found leaked, or runs out of credits. These are the webhooks “${me.name}” may manage, in ${scopeOf(me)} and below.`),
+    h("div", { class: "table-wrap", role: "region", "aria-labelledby": "webhooks-title", tabindex: 0 }, table),
+  );
   focusHeading(heading);
+  try {
+    const { body } = await webhookCall("GET", "/webhooks");
+    tbody.append(...body.map((/** @type {any} */ webhook) => h("tr", {},
+      h("th", { scope: "row", class: "url" }, h("a", { href: `#/webhook/${webhook.id}` }, webhook.url)),
+      h("td", {}, webhook.description ?? h("span", { class: "muted" }, "none")),
+      h("td", {}, eventsInWords(webhook.events)),
+      h("td", {}, webhookScope(webhook, me)),
+      h("td", {}, webhookStatus(webhook)),
+      h("td", {}, when(webhook.createdAt)),
+      h("td", {}, h("div", { class: "row-actions" }, ...webhookButtons(webhook, reload))))));
+    if (!body.length) tbody.append(h("tr", {}, h("td", { colspan: 7 }, "No webhooks yet.")));
+  } catch (error) {
+    fail(error);
+  }
 }
