@@ -44,12 +44,17 @@ export interface PrimaryPoolOptions {
   onConnect?: (client: pg.ClientBase) => void;
 }
 
+// pg-pool's answer when every connection of the pool is in use for longer than the time-out: it says
+// nothing of the host, so the primary is not looked for again for it.
+const POOL_BUSY = /timeout exceeded when trying to connect/i;
+
 export class PrimaryPool {
   readonly #hosts: HostList;
   readonly #chooser: PrimaryChooser;
   readonly #options: PrimaryPoolOptions;
   #current: Primary | undefined;
   readonly #ending = new Set<Promise<void>>();
+  #closed = false;
 
   constructor(options: PrimaryPoolOptions) {
     this.#options = options;
@@ -64,9 +69,13 @@ export class PrimaryPool {
 
   /** The primary's pool: at once while the primary is known, else once a round of probes has found it. */
   primary(): Primary | Promise<Primary> {
+    if (this.#closed) return Promise.reject(new StoreUnavailable("closed"));
     const known = this.#chooser.known;
     if (known && this.#current?.host === known) return this.#current;
-    return this.#chooser.primary().then((host) => this.#poolOf(host));
+    return this.#chooser.primary().then((host) => {
+      if (this.#closed) throw new StoreUnavailable("closed");
+      return this.#poolOf(host);
+    });
   }
 
   /**
@@ -75,11 +84,14 @@ export class PrimaryPool {
    * primary again, so that a failover is followed within one round.
    */
   failed(primary: Primary, error: unknown): void {
-    if (translateError(error) instanceof StoreUnavailable) this.#chooser.forget(primary.host);
+    if (!(translateError(error) instanceof StoreUnavailable)) return;
+    if (error instanceof Error && POOL_BUSY.test(error.message)) return;
+    this.#chooser.forget(primary.host);
   }
 
   /** A connection of its own to the primary (the listener's), with `config` besides where it goes. */
   async connect(config: Omit<pg.ClientConfig, "connectionString">): Promise<pg.Client> {
+    if (this.#closed) throw new StoreUnavailable("closed");
     const host = await this.#chooser.primary();
     const client = new pg.Client({ ...config, connectionString: this.#hosts.urlFor(host) });
     client.on("error", () => undefined); // until its owner listens: a failure here is the connect's
@@ -94,7 +106,9 @@ export class PrimaryPool {
     }
   }
 
+  /** Ends every connection; from now on nothing connects again, and every call is told the store is unavailable. */
   async close(): Promise<void> {
+    this.#closed = true;
     const current = this.#current;
     this.#current = undefined;
     await Promise.all([current?.pool.end(), ...this.#ending]);
