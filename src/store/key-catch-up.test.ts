@@ -64,6 +64,15 @@ describe("KeyLogCursor", () => {
     expect(delivered(cursor.take(read(110, 110, 12, [11])))).toEqual([11]);
   });
 
+  it("however long a transaction holds the floor back, its gap is kept, and the floor moves once it ends", () => {
+    const cursor = started();
+    cursor.take(read(101, 103, 12, [12])); // 11 held by xid 101
+    for (let i = 0; i < 5_000; i++) cursor.take(read(101, 103 + i, 12));
+    expect(cursor.next().also).toEqual([11]);
+    cursor.take(read(6_000, 6_000, 13, [13]));
+    expect(cursor.next()).toMatchObject({ after: 13, also: [] });
+  });
+
   it("after its connection is lost, catches up on the next: every event since, and the gaps", () => {
     const cursor = started();
     cursor.take(read(101, 103, 13, [12, 13])); // 11's transaction still runs

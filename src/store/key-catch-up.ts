@@ -11,6 +11,11 @@ import type { KeyChange } from "./key-changes.ts";
 const MAX_EVENTS = 10_000;
 /** More ids between two reads than this: likewise (the ids not seen would each be remembered). */
 const MAX_NEW_IDS = 100_000;
+/**
+ * Reads kept as candidates for the floor while a long transaction holds the snapshots' xmin back:
+ * beyond, every other one goes (the floor then moves in larger steps, never past what holds).
+ */
+const MAX_BOUNDS = 1_000;
 
 /** One read of the key event log: the snapshot it was read in, and the events asked for that it shows. */
 export interface KeyLogRead {
@@ -142,6 +147,7 @@ export class KeyLogCursor {
       }
     }
     this.#bounds.push({ xmax: read.xmax, last: read.last });
+    if (this.#bounds.length > MAX_BOUNDS) this.#bounds = this.#bounds.filter((_, i, all) => i % 2 === 0 || i === all.length - 1);
     if (this.#start) return;
     let reached = -1;
     for (let i = 0; i < this.#bounds.length; i++) if (this.#bounds[i]!.xmax <= read.xmin) reached = i;
