@@ -6,8 +6,10 @@ export type { KeyChange, ListenState };
 
 /**
  * Calls `onChange` for each change to a key that the database announces, whichever process made it,
- * `onUnreadable` for an announcement it cannot read, and `onReset` whenever announcements may have
- * been missed. Resolves to what stops listening.
+ * and for each one the key event log shows was not announced to this process (a reconnection's
+ * catch-up, docs/adr/0014); `onUnreadable` for an announcement it cannot read, or when the log cannot
+ * say what was missed; and `onReset` whenever announcements may have been missed. Resolves to what
+ * stops listening.
  */
 export function onKeyChanges(
   ctx: Pick<Context, "db">,
