@@ -1,6 +1,47 @@
-// The REST API as the `keyplane keys` command sees it: a base URL, a bearer token, and one error type
-// whose message is the one line the command prints. No token is ever part of a message.
+import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
+
+// The REST API as the `keyplane keys` and `keyplane webhooks` commands see it: a base URL, a bearer
+// token, and one error type whose message is the one line the command prints. No token is ever part
+// of a message.
 export class CliError extends Error {}
+
+/** A command line's option values, as parseArgs reads them with `T`. */
+export type OptionValues<T extends ParseArgsOptionsConfig> = ReturnType<typeof parseArgs<{ options: T; allowPositionals: true }>>["values"];
+
+/** One `keyplane <noun> <command> [argument]` line, read and checked, with the client to call the API. */
+export interface CommandLine<T extends ParseArgsOptionsConfig> {
+  o: OptionValues<T>;
+  command: string;
+  arg: string | undefined;
+  api: ApiClient;
+  /** Prints `value` as JSON with `-o json`, else the table `asTable` makes. */
+  show(value: unknown, asTable: () => string): void;
+}
+
+/**
+ * Reads `argv` with `options` (which hold `output`, `-o`, and `help`, `-h`): undefined once the usage is
+ * printed (asked for, or no command given); else the command and its one argument. A line parseArgs
+ * refuses, a second argument, an unknown -o or no KEYPLANE_TOKEN is a CliError.
+ */
+export function commandLine<T extends ParseArgsOptionsConfig>(
+  argv: string[], options: T, usage: string, env: { url: string; token: string | undefined }, out: (text: string) => void, fetchImpl?: typeof fetch,
+): CommandLine<T> | undefined {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new CliError(`${(error as Error).message}\n\n${usage}`);
+  }
+  const o = parsed.values as OptionValues<T>;
+  const { help, output } = o as { help?: boolean; output?: string };
+  const [command, arg, ...extra] = parsed.positionals;
+  if (help || command === undefined) return void out(usage + "\n");
+  if (output !== "table" && output !== "json") throw new CliError(`-o must be table or json, not "${output}"`);
+  if (extra.length) throw new CliError(`unexpected argument "${extra[0]}"`);
+  if (!env.token) throw new CliError("KEYPLANE_TOKEN is not set: export an API key to call the API with");
+  const show = (value: unknown, asTable: () => string) => out(output === "json" ? JSON.stringify(value, null, 2) + "\n" : asTable());
+  return { o, command, arg, api: apiClient(env.url, env.token, fetchImpl), show };
+}
 
 export interface ApiClient {
   request(method: string, path: string, body?: unknown): Promise<unknown>;

@@ -1,5 +1,4 @@
-import { parseArgs } from "node:util";
-import { apiClient, CliError } from "./keys-api.ts";
+import { CliError, commandLine, type OptionValues } from "./keys-api.ts";
 import { creditsCommand, policyCommand, readInput, type ReadInput } from "./keys-policy.ts";
 import { table } from "./table.ts";
 
@@ -42,7 +41,7 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const;
 
-type Options = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
+type Options = OptionValues<typeof OPTIONS>;
 
 export interface KeysEnvironment {
   url: string;
@@ -53,20 +52,9 @@ export interface KeysEnvironment {
 export async function keysCommand(
   argv: string[], env: KeysEnvironment, out: (text: string) => void, fetchImpl?: typeof fetch, read: ReadInput = readInput,
 ): Promise<void> {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
-  } catch (error) {
-    throw new CliError(`${(error as Error).message}\n\n${KEYS_USAGE}`);
-  }
-  const { values: o, positionals } = parsed;
-  const [command, arg, ...extra] = positionals;
-  if (o.help || command === undefined) return out(KEYS_USAGE + "\n");
-  if (o.output !== "table" && o.output !== "json") throw new CliError(`-o must be table or json, not "${o.output}"`);
-  if (extra.length) throw new CliError(`unexpected argument "${extra[0]}"`);
-  if (!env.token) throw new CliError("KEYPLANE_TOKEN is not set: export an API key to call the API with");
-  const api = apiClient(env.url, env.token, fetchImpl);
-  const show = (value: unknown, asTable: () => string) => out(o.output === "json" ? JSON.stringify(value, null, 2) + "\n" : asTable());
+  const line = commandLine(argv, OPTIONS, KEYS_USAGE, env, out, fetchImpl);
+  if (!line) return;
+  const { o, command, arg, api, show } = line;
 
   switch (command) {
     case "list": {

@@ -1,5 +1,4 @@
-import { parseArgs } from "node:util";
-import { apiClient, CliError } from "./keys-api.ts";
+import { CliError, commandLine } from "./keys-api.ts";
 import { table } from "./table.ts";
 
 // `keyplane webhooks ...`: the calling key's webhooks against a running server (docs/webhooks.md).
@@ -51,20 +50,9 @@ interface Delivery {
 
 /** Runs one `keyplane webhooks` command; what it prints goes to `out`. Throws CliError for the one-line error. */
 export async function webhooksCommand(argv: string[], env: { url: string; token: string | undefined }, out: (text: string) => void, fetchImpl?: typeof fetch): Promise<void> {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
-  } catch (error) {
-    throw new CliError(`${(error as Error).message}\n\n${WEBHOOKS_USAGE}`);
-  }
-  const { values: o, positionals } = parsed;
-  const [command, arg, ...extra] = positionals;
-  if (o.help || command === undefined) return out(WEBHOOKS_USAGE + "\n");
-  if (o.output !== "table" && o.output !== "json") throw new CliError(`-o must be table or json, not "${o.output}"`);
-  if (extra.length) throw new CliError(`unexpected argument "${extra[0]}"`);
-  if (!env.token) throw new CliError("KEYPLANE_TOKEN is not set: export an API key to call the API with");
-  const api = apiClient(env.url, env.token, fetchImpl);
-  const show = (value: unknown, asTable: () => string) => out(o.output === "json" ? JSON.stringify(value, null, 2) + "\n" : asTable());
+  const line = commandLine(argv, OPTIONS, WEBHOOKS_USAGE, env, out, fetchImpl);
+  if (!line) return;
+  const { o, command, arg, api, show } = line;
   const events = o.events === undefined ? {} : { events: o.events.split(",").map((t) => t.trim()).filter(Boolean) };
   const description = o.description === undefined ? {} : { description: o.description };
 
