@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import type { OperatorConfig } from "../config.ts";
 import type { Context } from "../services/context.ts";
 import { GROUP, PLURAL, CRD_VERSION } from "./apikey.ts";
+import { reuseConnections } from "./connections.ts";
 import { startController, type Controller, type ControllerStats } from "./controller.ts";
 import { apiErrorText } from "./kube-api.ts";
 import { leaseApiFor, LeaderElector } from "./leader.ts";
@@ -67,6 +68,7 @@ export const DEFAULTS = {
 /** Campaigns for the Lease and, while leading, reconciles ApiKeys. In-process: tests call it directly. */
 export function runOperator(options: OperatorOptions): Operator {
   const o = { ...DEFAULTS, clock: () => new Date(), ...definedOnly(options) };
+  reuseConnections(o.kubeConfig);
   const identity = o.identity ?? `${hostname()}-${process.pid}`;
   const log = o.log;
   const elector = new LeaderElector({
@@ -176,6 +178,7 @@ export async function startOnCluster(config: OperatorConfig, where: string, ctx:
   const kubeConfig = new KubeConfig();
   try {
     kubeConfig.loadFromDefault();
+    reuseConnections(kubeConfig);
     await probe(kubeConfig, settings.watchNamespace);
   } catch (error) {
     const why = `cluster of ${where} (${kubeConfig.getCurrentCluster()?.server ?? "no server"}) unusable: ${error instanceof Error ? error.message : String(error)}`;
