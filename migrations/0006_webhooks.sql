@@ -72,7 +72,9 @@ CREATE TABLE webhook_deliveries (
   lease_until     timestamptz,
   CHECK ((state = 'pending') = (next_attempt_at IS NOT NULL)),
   CHECK (event_id IS NOT NULL OR payload IS NOT NULL)
-) WITH (fillfactor = 80);
+) WITH (fillfactor = 80, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000);
+-- (Every message leaves dead versions behind: vacuumed after every 5,000, not after a fifth of the
+-- table, so that claims do not walk ever more dead entries of webhook_deliveries_due.)
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE next_attempt_at IS NOT NULL;
 CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (webhook_id, id);
 
@@ -94,16 +96,20 @@ END $$;
 CREATE TRIGGER key_events_to_webhooks AFTER INSERT ON key_events
   REFERENCING NEW TABLE AS recorded FOR EACH STATEMENT EXECUTE FUNCTION key_events_to_webhooks();
 
--- New messages wake the senders of every process, unless one is busy: a sender with attempts under
--- way (a claim whose lease runs) looks for new messages every 100 ms, and PostgreSQL serialises the
--- commits of every transaction that notifies (one lock, held through the commit's WAL flush), which
--- under a stream of provisionings would make them commit one at a time. A wake-up only: each sender
--- also looks for due messages now and then (src/services/webhook-sender.ts).
+-- Until when some sender is busy: each claim that finds work, and each outcome written, moves it a
+-- second ahead (src/store/webhook-deliveries.ts). One row, read by every writer of messages.
+CREATE TABLE webhook_senders (busy_until timestamptz NOT NULL);
+INSERT INTO webhook_senders VALUES ('-infinity');
+
+-- New messages wake the senders of every process, unless one is busy: a busy sender looks for new
+-- messages every 100 ms, and PostgreSQL serialises the commits of every transaction that notifies (one
+-- lock, held through the commit's WAL flush), which under a stream of provisionings would make them
+-- commit one at a time. A wake-up only: each sender also looks for due messages now and then
+-- (src/services/webhook-sender.ts).
 CREATE FUNCTION webhook_deliveries_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF EXISTS (SELECT 1 FROM queued)
-     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d, (SELECT max(created_at) AS t FROM queued) q
-                      WHERE d.next_attempt_at <= q.t AND d.lease_until > q.t) THEN
+     AND NOT EXISTS (SELECT 1 FROM webhook_senders s WHERE s.busy_until > (SELECT max(created_at) FROM queued)) THEN
     PERFORM pg_notify('keyplane_webhooks', '');
   END IF;
   RETURN NULL;

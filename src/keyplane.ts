@@ -29,9 +29,10 @@ import { DEFAULT_EXPIRY_NOTICES, parseExpiryNotices } from "./domain/expiry-noti
 import { httpWebhookClient, type WebhookClient } from "./services/webhook-client.ts";
 import { EXPIRY_NOTICE_MS, ExpiryNotices, noticingEmptyBalances, UsageNotices } from "./services/webhook-notices.ts";
 import { pruneWebhookRecords, WEBHOOK_PRUNE_MS, webhookQueue } from "./services/webhook-queue.ts";
-import { WebhookSender, type WebhookSenderOptions } from "./services/webhook-sender.ts";
+import { WebhookSender, type SendResult, type WebhookSenderOptions } from "./services/webhook-sender.ts";
 import { systemResolver, type WebhookSettings } from "./services/webhook-settings.ts";
 import { VERSION } from "./version.ts";
+import { startWebhookWorker, type Sender } from "./webhook-worker.ts";
 import type { Database } from "./store/database.ts";
 import { loadMigrations, migrate } from "./store/migrate.ts";
 import { openPglite } from "./store/pglite.ts";
@@ -41,14 +42,6 @@ export async function openDatabase(config: Pick<Config, "databaseUrl" | "dataDir
   return config.databaseUrl
     ? openPostgres({ connectionString: config.databaseUrl, log, timeoutMs: config.databaseTimeoutMs })
     : openPglite(join(config.dataDir, "pgdata"), log);
-}
-
-/**
- * The webhook sender's database: on PostgreSQL a pool of its own, of two connections, so that
- * deliveries never wait for the key paths' connections nor take them; PGlite is one connection, shared.
- */
-export function openWebhookDatabase(config: Pick<Config, "databaseUrl" | "databaseTimeoutMs">, log: Logger, db: Database): Database {
-  return config.databaseUrl ? openPostgres({ connectionString: config.databaseUrl, log, timeoutMs: config.databaseTimeoutMs, max: 2 }) : db;
 }
 
 export interface KeyplaneOptions {
@@ -85,8 +78,11 @@ export interface WebhookOptions extends Partial<WebhookSettings> {
   expiryNotices?: number[];
   /** How often due expiry notices are looked for (20 s). */
   expiryNoticeMs?: number;
-  /** The sender's database: a small pool of its own, so deliveries never wait on, nor hold up, the key paths' (default `db`). */
-  db?: Database;
+  /**
+   * On PostgreSQL, send from a worker thread with a pool of its own (src/webhook-worker.ts), as `keyplane
+   * serve` does; else the sender runs on this thread, on `db` (PGlite, and the tests that drive it).
+   */
+  worker?: { connectionString: string; timeoutMs: number; logLevel: string };
   /** How attempts are made (node:http(s), the time-out of docs/webhooks.md). */
   client?: WebhookClient;
   sender?: Pick<WebhookSenderOptions, "concurrency" | "pollMs" | "leaseMs" | "random">;
@@ -99,7 +95,7 @@ export interface Keyplane {
   /** The Prometheus metrics, when asked for. */
   metrics: Metrics | undefined;
   /** This process's webhook sender; tests that move the clock make it deliver what is due with `drain()`. */
-  webhooks: WebhookSender;
+  webhooks: Sender;
   /** Sends the key.expiring notices due now (run every 20 s). */
   expiryNotices: ExpiryNotices;
   /**
@@ -119,7 +115,6 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   const lastUse = new LastUse(db, keyCache, log);
   const clock = options.clock ?? (() => new Date());
   const w = options.webhooks ?? {};
-  const webhookDb = w.db ?? db;
   const usage = new UsageNotices({ db, clock, log });
   const meter = new PolicyMeter(noticingEmptyBalances(sqlCounters(db), usage), clock, log, options.meter);
   const webhooks: WebhookSettings = { allowHttp: w.allowHttp ?? false, allowPrivate: w.allowPrivate ?? false, resolve: w.resolve ?? systemResolver };
@@ -130,13 +125,10 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
     githubKeys: new GithubKeys({ url: options.leaks?.githubKeysUrl ?? GITHUB_KEYS_URL, clock, log, fetch: options.leaks?.fetch }), webhooks };
   if (options.metrics) {
     ctx.metrics = new Metrics({ keyCache: () => keyCache.stats(), databaseUp: () => isReady(ctx), meter: () => meter.stats(),
-      webhookQueue: () => webhookQueue({ db: webhookDb, clock }) });
+      webhookQueue: () => webhookQueue({ db, clock }) });
   }
-  const concurrency = w.sender?.concurrency ?? 32;
-  const sender = new WebhookSender({ db: webhookDb, sealer: ctx.sealer, client: w.client ?? httpWebhookClient(webhooks, { maxSockets: concurrency }), clock, log,
-    ...w.sender, concurrency, onResult: (result) => ctx.metrics?.webhookSent(result) });
-  await sender.start();
-  const expiryNotices = new ExpiryNotices({ db: webhookDb, clock, log }, w.expiryNotices ?? parseExpiryNotices(DEFAULT_EXPIRY_NOTICES));
+  const sender = await startSender(ctx, options);
+  const expiryNotices = new ExpiryNotices({ db, clock, log }, w.expiryNotices ?? parseExpiryNotices(DEFAULT_EXPIRY_NOTICES));
   const unlisten = await invalidateCachesOnChanges(ctx);
   const trustedProxies = options.trustedProxies ?? parseTrustedProxies("");
   const auth = new AuthHandler(ctx, trustedProxies);
@@ -149,7 +141,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
     every(METER_SWEEP_MS, () => meter.sweep(), log, "unspent credits' return"),
     every(WINDOWS_PRUNE_MS, () => pruneWindows(ctx), log, "old rate-limit windows' pruning"),
     every(w.expiryNoticeMs ?? EXPIRY_NOTICE_MS, () => expiryNotices.sweep(), log, "expiry notices"),
-    every(WEBHOOK_PRUNE_MS, () => pruneWebhookRecords({ db: webhookDb, clock }, expiryNotices), log, "old webhook deliveries' pruning"),
+    every(WEBHOOK_PRUNE_MS, () => pruneWebhookRecords({ db, clock }, expiryNotices), log, "old webhook deliveries' pruning"),
   ];
   return {
     ctx,
@@ -165,6 +157,21 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
       await unlisten();
     },
   };
+}
+
+/** The webhook sender: in a worker thread of its own where asked (PostgreSQL), else on this thread. */
+async function startSender(ctx: Context, options: KeyplaneOptions): Promise<Sender> {
+  const w = options.webhooks ?? {};
+  const onSent = (result: SendResult, count = 1) => ctx.metrics?.webhookSent(result, count);
+  if (w.worker) {
+    const setup = { ...w.worker, masterKey: options.secrets.masterKey, allowHttp: ctx.webhooks.allowHttp, allowPrivate: ctx.webhooks.allowPrivate, secrets: [options.secrets.adminToken] };
+    return startWebhookWorker(setup, ctx.log, onSent);
+  }
+  const concurrency = w.sender?.concurrency ?? 32;
+  const sender = new WebhookSender({ db: ctx.db, sealer: ctx.sealer, client: w.client ?? httpWebhookClient(ctx.webhooks, { maxSockets: concurrency }), clock: ctx.clock,
+    log: ctx.log, ...w.sender, concurrency, onResult: onSent });
+  await sender.start();
+  return sender;
 }
 
 /** Applies pending migrations to the configured database and closes it; returns the versions applied. */

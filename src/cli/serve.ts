@@ -2,7 +2,7 @@ import { setFlagsFromString } from "node:v8";
 import { adminTokenPath, loadSecrets, type Config } from "../config.ts";
 import { metricsHandler } from "../http/metrics-server.ts";
 import { listen } from "../http/server.ts";
-import { createKeyplane, openDatabase, openWebhookDatabase } from "../keyplane.ts";
+import { createKeyplane, openDatabase } from "../keyplane.ts";
 import { createLogger } from "../logging.ts";
 import { startOperator } from "../operator/launch.ts";
 import { keepTickShape } from "./tick-shape.ts";
@@ -26,10 +26,11 @@ export async function serve(config: Config): Promise<void> {
     process.stdout.write(`\nkeyplane admin token: kept in ${adminTokenPath(config)} (cat it; it is not shown again)\n\n`);
   }
   const db = await openDatabase(config, log);
-  const webhookDb = openWebhookDatabase(config, log, db);
+  // On PostgreSQL, webhooks go out from a worker thread with a pool of its own (src/webhook-worker.ts).
+  const worker = config.databaseUrl ? { connectionString: config.databaseUrl, timeoutMs: config.databaseTimeoutMs, logLevel: config.logLevel } : undefined;
   const keyplane = await createKeyplane({ db, secrets, runtimeHeader: config.runtimeHeader, log, keyCache: { staleMs: config.staleMs },
     throttle: { failuresPerMinute: config.authFailuresPerMinute }, trustedProxies: config.trustedProxies, metrics: config.metricsPort !== undefined,
-    leaks: config.leaks, webhooks: { ...config.webhooks, db: webhookDb } });
+    leaks: config.leaks, webhooks: { ...config.webhooks, worker } });
   const http = await listen(keyplane.app, config.port, config.host);
   const metrics = keyplane.metrics && config.metricsPort !== undefined ? await listen(metricsHandler(keyplane.metrics), config.metricsPort, config.host) : undefined;
   const operator = await startOperator(config.operator, keyplane.ctx, log);
@@ -44,7 +45,6 @@ export async function serve(config: Config): Promise<void> {
     await http.close();
     await metrics?.close();
     await keyplane.close();
-    if (webhookDb !== db) await webhookDb.close();
     await db.close();
     log.info("stopped");
     log.flush?.();

@@ -38,7 +38,7 @@ export const adminWebhookBody = webhookBody.extend({
 export const webhookUpdateBody = z.object({
   url: url.optional(),
   events: events.optional(),
-  active: z.boolean().optional().describe("false stops its messages; those pending fail."),
+  active: z.boolean().optional().describe("false stops its messages: none is written for it, and those pending fail at their next attempt's time."),
   description,
 });
 

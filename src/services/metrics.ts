@@ -126,8 +126,8 @@ export class Metrics {
       async collect() { this.set((await second()).oldestSeconds); } });
   }
 
-  webhookSent(result: SendResult): void {
-    this.#webhookSends[result]++;
+  webhookSent(result: SendResult, count = 1): void {
+    this.#webhookSends[result] += count;
   }
 
   authentication(endpoint: AuthEndpoint, result: AuthOutcome): void {

@@ -69,24 +69,41 @@ function describe(error: unknown): string {
   }
 }
 
+/** A URL as requests are made to it, worked out once: its check, and the request's options. */
+type Target = { refused: string } | { https: boolean; options: { protocol: string; hostname: string; port: string; path: string } };
+
+function targetOf(text: string, settings: WebhookSettings): Target {
+  const check = checkWebhookUrl(text, settings);
+  if (!check.ok) return { refused: `refused: ${check.reason}` };
+  const { protocol, hostname, port, pathname, search } = check.url;
+  // An IPv6 literal's brackets are the URL's, not the address's.
+  return { https: protocol === "https:", options: { protocol, hostname: hostname.replace(/^\[(.*)\]$/, "$1"), port, path: pathname + search } };
+}
+
 export function httpWebhookClient(settings: WebhookSettings, { timeoutMs = ATTEMPT_TIMEOUT_MS, maxSockets = 64 }: WebhookClientOptions = {}): WebhookClient {
-  const agents = { "http:": new HttpAgent({ keepAlive: true, maxSockets }), "https:": new HttpsAgent({ keepAlive: true, maxSockets }) };
+  const agents = { http: new HttpAgent({ keepAlive: true, maxSockets }), https: new HttpsAgent({ keepAlive: true, maxSockets }) };
   const lookup = checkedLookup(settings);
+  const targets = new Map<string, Target>();
   return {
     send(call) {
-      const check = checkWebhookUrl(call.url, settings);
-      if (!check.ok) return Promise.resolve({ error: `refused: ${check.reason}` });
-      const url = check.url;
-      const request = url.protocol === "https:" ? httpsRequest : httpRequest;
+      let target = targets.get(call.url);
+      if (target === undefined) {
+        if (targets.size > 1_000) targets.clear();
+        targets.set(call.url, (target = targetOf(call.url, settings)));
+      }
+      if ("refused" in target) return Promise.resolve({ error: target.refused });
+      const { https, options } = target;
+      const request = https ? httpsRequest : httpRequest;
       return new Promise<CallOutcome>((resolve) => {
         let settled = false;
         const settle = (outcome: CallOutcome) => {
           if (!settled) resolve(outcome);
           settled = true;
         };
-        const req = request(url, {
+        const req = request({
+          ...options,
           method: "POST",
-          agent: agents[url.protocol as "http:" | "https:"],
+          agent: https ? agents.https : agents.http,
           lookup,
           headers: { ...call.headers, "content-length": String(Buffer.byteLength(call.body)), "user-agent": "keyplane-webhooks" },
         });

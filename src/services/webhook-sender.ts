@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto";
 import type { Logger } from "pino";
 import { eventJson } from "../domain/key-json.ts";
 import type { Sealer } from "../domain/seal.ts";
@@ -58,7 +59,7 @@ export class WebhookSender {
   #stopped = false;
   /** When this sender last claimed a delivery or finished an attempt (performance.now()). */
   #busyAt = -Infinity;
-  readonly #keys = new Map<number, { sealed: Buffer; key: Buffer }>();
+  readonly #keys = new Map<number, { sealed: Buffer; key: KeyObject }>();
 
   constructor(options: WebhookSenderOptions) {
     this.#o = { concurrency: 32, pollMs: 5_000, leaseMs: ATTEMPT_TIMEOUT_MS + 5_000, random: Math.random, ...options };
@@ -97,7 +98,7 @@ export class WebhookSender {
       const room = this.#o.concurrency - this.#attempts.size;
       if (room <= 0) return;
       const now = this.#o.clock();
-      const batch = await deliveryClaim(this.#o.db, now, room, new Date(now.getTime() + this.#o.leaseMs));
+      const batch = await deliveryClaim(this.#o.db, now, room, new Date(now.getTime() + this.#o.leaseMs), new Date(now.getTime() + BUSY_GRACE_MS));
       for (const d of batch) this.#track(this.#attempt(d));
       this.#claimed += batch.length;
       if (batch.length > 0) this.#busyAt = performance.now();
@@ -151,7 +152,7 @@ export class WebhookSender {
   }
 
   /** The signing key of a delivery's webhook, opened once per webhook and secret. */
-  #key(d: ClaimedDelivery): Buffer {
+  #key(d: ClaimedDelivery): KeyObject {
     const kept = this.#keys.get(d.webhookId);
     if (kept?.sealed.equals(d.secretSealed)) return kept.key;
     if (this.#keys.size > 10_000) this.#keys.clear();
@@ -172,7 +173,7 @@ export class WebhookSender {
       const batch = this.#results;
       this.#results = [];
       try {
-        await deliveryFinish(this.#o.db, batch);
+        await deliveryFinish(this.#o.db, batch, new Date(this.#o.clock().getTime() + BUSY_GRACE_MS));
         for (const id of this.#gone) await webhookDeactivate(this.#o.db, id, this.#o.clock());
         this.#gone.clear();
       } catch (error) {

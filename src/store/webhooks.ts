@@ -72,17 +72,13 @@ export interface WebhookChange {
 }
 
 /**
- * Writes a webhook's fields. Deactivated (here or by a receiver's 410), its pending deliveries fail:
- * a message is for the webhook as it was when it was sent, and an inactive one gets none.
+ * Writes a webhook's fields. An inactive webhook is written no messages; those pending fail when
+ * their next attempt falls due, without an attempt (webhook-sender.ts): a message is for the webhook
+ * as it was when it was written, and an inactive one gets none.
  */
 export async function webhookUpdate(q: Queryable, id: number, c: WebhookChange, now: Date): Promise<StoredWebhook | undefined> {
   const rows = await q.query(
-    `WITH changed AS (
-       UPDATE webhooks w SET url = $2, events = $3, description = $4, active = $5, modified_at = $6 WHERE w.id = $1 RETURNING ${COLUMNS}),
-     failed AS (
-       UPDATE webhook_deliveries d SET state = 'failed', next_attempt_at = NULL, claimed_at = NULL, lease_until = NULL
-         FROM changed WHERE NOT changed.active AND d.webhook_id = changed.id AND d.state = 'pending')
-     SELECT * FROM changed w`,
+    `UPDATE webhooks w SET url = $2, events = $3, description = $4, active = $5, modified_at = $6 WHERE w.id = $1 RETURNING ${COLUMNS}`,
     [id, c.url, c.events, c.description, c.active, now],
   );
   return rows[0] ? webhookFrom(rows[0]) : undefined;
@@ -101,10 +97,5 @@ export async function webhookDelete(q: Queryable, id: number): Promise<boolean> 
 
 /** A receiver answered 410 Gone: the webhook stops, as a deactivation by PUT does. */
 export async function webhookDeactivate(q: Queryable, id: number, now: Date): Promise<void> {
-  await q.query(
-    `WITH changed AS (UPDATE webhooks SET active = false, modified_at = $2 WHERE id = $1 AND active RETURNING id)
-     UPDATE webhook_deliveries d SET state = 'failed', next_attempt_at = NULL, claimed_at = NULL, lease_until = NULL
-       FROM changed WHERE d.webhook_id = changed.id AND d.state = 'pending'`,
-    [id, now],
-  );
+  await q.query("UPDATE webhooks SET active = false, modified_at = $2 WHERE id = $1 AND active", [id, now]);
 }

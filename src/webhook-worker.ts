@@ -1,0 +1,124 @@
+import { setPriority } from "node:os";
+import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+import type { Logger } from "pino";
+import { createSealer } from "./domain/seal.ts";
+import { createLogger } from "./logging.ts";
+import { httpWebhookClient } from "./services/webhook-client.ts";
+import { WebhookSender, type SendResult } from "./services/webhook-sender.ts";
+import { systemResolver } from "./services/webhook-settings.ts";
+import { openPostgres } from "./store/postgres.ts";
+
+// On PostgreSQL, `keyplane serve` sends webhooks from a worker thread of its own (docs/adr/0016): its
+// own event loop, timers, pool of two connections and listening connection. An attempt costs the
+// sender some 100-200 µs of CPU (node:http's request, a socket write, the HMAC, its share of a claim
+// and an outcome's write); on the thread that serves requests that would be taken from provisioning,
+// /verify and /auth, which delivery must never slow. The thread also runs at a lower priority (nice
+// 10: on Linux a thread's own), so that when the cores are all busy, requests go first and messages
+// wait in the outbox; on idle cores it sends at full speed.
+const NICE = 10;
+
+export interface WebhookWorkerSetup {
+  connectionString: string;
+  timeoutMs: number;
+  masterKey: Uint8Array;
+  allowHttp: boolean;
+  allowPrivate: boolean;
+  logLevel: string;
+  /** What the worker's log lines must never hold (the admin token). */
+  secrets: string[];
+}
+
+/** What the composition root drives, in a worker or in its own thread (src/keyplane.ts). */
+export interface Sender {
+  /** Makes every attempt due now and waits for their outcomes. */
+  drain(): Promise<void>;
+  close(): Promise<void>;
+}
+
+type ToWorker = { type: "drain" | "close"; id: number };
+type FromWorker = { type: "ready" } | { type: "done"; id: number } | { type: "sent"; counts: Partial<Record<SendResult, number>> } | { type: "failed"; message: string };
+
+const MARK = "keyplane-webhook-worker";
+
+/** Starts the worker and waits until its sender listens; `onSent` gets its attempts' counts, by result, now and then. */
+export async function startWebhookWorker(setup: WebhookWorkerSetup, log: Logger, onSent: (result: SendResult, count: number) => void): Promise<Sender> {
+  const worker = new Worker(new URL(import.meta.url), { workerData: { [MARK]: setup } });
+  const waiting = new Map<number, () => void>();
+  let next = 0;
+  let exited = false;
+  const ready = new Promise<void>((resolve, reject) => {
+    worker.on("message", (m: FromWorker) => {
+      if (m.type === "ready") resolve();
+      else if (m.type === "failed") reject(new Error(`webhook worker: ${m.message}`));
+      else if (m.type === "done") waiting.get(m.id)?.();
+      else for (const [result, count] of Object.entries(m.counts)) onSent(result as SendResult, count);
+    });
+    worker.once("error", (error) => {
+      log.error({ err: error }, "webhook worker failed; webhooks are not sent by this process until it restarts");
+      reject(error);
+    });
+    worker.once("exit", () => {
+      exited = true;
+      for (const done of waiting.values()) done();
+    });
+  });
+  await ready;
+  // The worker alone keeps no process alive: the server does, while it serves.
+  worker.unref();
+  const ask = (type: ToWorker["type"]) =>
+    exited ? Promise.resolve() : new Promise<void>((resolve) => {
+      const id = next++;
+      waiting.set(id, () => {
+        waiting.delete(id);
+        resolve();
+      });
+      worker.postMessage({ type, id } satisfies ToWorker);
+    });
+  return {
+    drain: () => ask("drain"),
+    async close() {
+      await ask("close");
+      await worker.terminate();
+    },
+  };
+}
+
+/** The worker's side: the sender, and the answers to the thread that started it. */
+async function runWorker(setup: WebhookWorkerSetup): Promise<void> {
+  const port = parentPort!;
+  const log = createLogger({ level: setup.logLevel, secrets: setup.secrets });
+  try {
+    setPriority(0, NICE); // pid 0: the calling thread
+  } catch (error) {
+    log.warn({ err: error }, "could not lower the webhook sender's priority; it competes with requests for the CPU");
+  }
+  const db = openPostgres({ connectionString: setup.connectionString, log, timeoutMs: setup.timeoutMs, max: 2 });
+  const settings = { allowHttp: setup.allowHttp, allowPrivate: setup.allowPrivate, resolve: systemResolver };
+  let counts: Partial<Record<SendResult, number>> = {};
+  const sender = new WebhookSender({
+    db, sealer: createSealer(Buffer.from(setup.masterKey)), client: httpWebhookClient(settings, { maxSockets: 32 }), clock: () => new Date(), log,
+    onResult: (result) => void (counts[result] = (counts[result] ?? 0) + 1),
+  });
+  const report = () => {
+    if (Object.keys(counts).length === 0) return;
+    port.postMessage({ type: "sent", counts } satisfies FromWorker);
+    counts = {};
+  };
+  const reporting = setInterval(report, 1_000);
+  port.on("message", (m: ToWorker) => {
+    const done = () => port.postMessage({ type: "done", id: m.id } satisfies FromWorker);
+    if (m.type === "drain") void sender.drain().then(report).finally(done);
+    else {
+      clearInterval(reporting);
+      void sender.close().then(report).then(() => db.close()).finally(done);
+    }
+  });
+  try {
+    await sender.start();
+    port.postMessage({ type: "ready" } satisfies FromWorker);
+  } catch (error) {
+    port.postMessage({ type: "failed", message: error instanceof Error ? error.message : String(error) } satisfies FromWorker);
+  }
+}
+
+if (!isMainThread && (workerData as Record<string, unknown> | null)?.[MARK]) void runWorker((workerData as Record<string, WebhookWorkerSetup>)[MARK]!);
