@@ -22,7 +22,11 @@ export async function startServerProcess(env: Record<string, string>, timeoutMs 
   child.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()));
   child.stderr!.on("data", (chunk: Buffer) => (out += chunk.toString()));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`keyplane did not start:\n${out}`)), timeoutMs);
+    const timer = setTimeout(() => {
+      // Not left running for nobody to stop: the caller never gets it.
+      child.kill("SIGKILL");
+      reject(new Error(`keyplane did not start:\n${out}`));
+    }, timeoutMs);
     const check = () => {
       const line = out.split("\n").find((l) => l.includes('"keyplane serving"'));
       if (line) {
