@@ -15,6 +15,7 @@ import { Informer, type InformerOptions, type KubeObject, type ListPage } from "
 import { apiErrorText, kubeApiFor } from "./kube-api.ts";
 import { formatRef, parseRef, refOf, type ObjectRef } from "./object-ref.ts";
 import { keyStoreFor } from "./keystore.ts";
+import { OwnerIndex } from "./owner-index.ts";
 import { backoffDelay, WorkQueue, type BackoffOptions, type ProcessResult } from "./queue.ts";
 import { reconcile } from "./reconciler.ts";
 import type { Workload } from "./workloads.ts";
@@ -112,13 +113,17 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
     backoff: o.watchBackoff,
   });
   // Only keyplane's Secrets: the cache must not grow with the cluster's other Secrets.
+  const owners = new OwnerIndex();
   const secrets = new Informer<V1Secret>({
     name: "secrets",
     kubeConfig,
     path: ns ? `/api/v1/namespaces/${ns}/secrets` : "/api/v1/secrets",
     labelSelector: MANAGED_SELECTOR,
     list: (page) => (ns ? core.listNamespacedSecret({ namespace: ns, ...page }) : core.listSecretForAllNamespaces(page)) as Promise<ListPage<V1Secret>>,
-    onChange: (_type, secret) => ownersOf(secret).forEach(enqueue),
+    onChange: (type, secret) => {
+      owners.update(type, secret);
+      ownersOf(secret).forEach(enqueue);
+    },
     log,
     backoff: o.watchBackoff,
   });
@@ -145,7 +150,7 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
   const cache: ObjectCache = {
     apiKey: (ref) => apiKeys.get(ref.namespace, ref.name),
     managedSecret: (ref) => secrets.get(ref.namespace, ref.name),
-    managedSecrets: (namespace) => secrets.inNamespace(namespace),
+    ownedSecrets: (namespace, uid) => owners.owned(namespace, uid),
     *workloads(namespace): Iterable<Workload> {
       for (const object of deployments.inNamespace(namespace)) yield { kind: "Deployment", object };
       for (const object of statefulSets.inNamespace(namespace)) yield { kind: "StatefulSet", object };

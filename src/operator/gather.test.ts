@@ -35,7 +35,7 @@ async function gathered(status: ApiKeyStatus, live: number, records: KeyRecord[]
     findEver: async (id: number) => (reads.push(id), byId.get(id)),
     listManaged: async () => [],
   } as unknown as KeyStore;
-  const cache = { apiKey: () => apiKey(status), managedSecret: () => undefined, managedSecrets: () => [], workloads: () => [] };
+  const cache = { apiKey: () => apiKey(status), managedSecret: () => undefined, ownedSecrets: () => [], workloads: () => [] };
   const kube = { readSecret: async () => undefined, readApiKey: async () => apiKey(status) } as unknown as KubeApi;
   const deps: GatherDeps = { store, kube, cache, clock: () => new Date(0) };
   const input = await gather(deps, { namespace: "team-a", name: "billing" });

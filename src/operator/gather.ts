@@ -5,14 +5,14 @@ import type { KubeApi } from "./kube-api.ts";
 import { formatRef, refOf, type ObjectRef } from "./object-ref.ts";
 import type { KeyRecord, KeyStore, KeyWithToken } from "./keystore.ts";
 import type { PlanInput } from "./plan.ts";
-import { isOwnedBy } from "./secret.ts";
 import type { Workload } from "./workloads.ts";
 
 /** What the informers hold: the ApiKeys, the Secrets labelled as keyplane's, the apps workloads. */
 export interface ObjectCache {
   apiKey(ref: ObjectRef): ApiKey | undefined;
   managedSecret(ref: ObjectRef): V1Secret | undefined;
-  managedSecrets(namespace: string): Iterable<V1Secret>;
+  /** The Secrets of keyplane's cache in `namespace` owned by the object of this uid. */
+  ownedSecrets(namespace: string, uid: string | undefined): V1Secret[];
   workloads(namespace: string): Iterable<Workload>;
 }
 
@@ -44,7 +44,7 @@ export async function gather(deps: GatherDeps, ref: ObjectRef, options: { fresh?
     spec.ok ? readSecret(deps, { namespace: ref.namespace, name: spec.spec.secret.name }, fresh) : undefined,
   ]);
   const key = spec.ok && scope?.found ? await deps.store.findKey(scope.scope, spec.spec.keyName) : undefined;
-  const ownedSecrets = [...deps.cache.managedSecrets(ref.namespace)].filter((s) => isOwnedBy(s, uid));
+  const ownedSecrets = deps.cache.ownedSecrets(ref.namespace, uid);
   const workloads = spec.ok && spec.spec.rotation?.restartWorkloads ? [...deps.cache.workloads(ref.namespace)] : [];
   const [previousKey, rotatedElsewhere] = key && !deleting ? await Promise.all([readPreviousKey(deps, apiKey, key), readRotatedElsewhere(deps, apiKey, key)]) : [];
   return { apiKey, spec, scope, key, managedKeys, secret, ownedSecrets, workloads, previousKey, rotatedElsewhere, now: deps.clock() };
