@@ -92,7 +92,7 @@ async function runWorker(setup: WebhookWorkerSetup): Promise<void> {
   } catch (error) {
     log.warn({ err: error }, "could not lower the webhook sender's priority; it competes with requests for the CPU");
   }
-  const db = openPostgres({ connectionString: setup.connectionString, log, timeoutMs: setup.timeoutMs, max: 2 });
+  const db = openPostgres({ connectionString: setup.connectionString, log, timeoutMs: setup.timeoutMs, max: 2, name: "keyplane-webhooks" });
   const settings = { allowHttp: setup.allowHttp, allowPrivate: setup.allowPrivate, resolve: systemResolver };
   let counts: Partial<Record<SendResult, number>> = {};
   const sender = new WebhookSender({

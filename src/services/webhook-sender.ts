@@ -67,9 +67,8 @@ export class WebhookSender {
 
   /** Listens for new messages and starts the poll; resolves once listening. */
   async start(): Promise<void> {
-    this.#unlisten = await this.#o.db.listen({ [WEBHOOKS_CHANNEL]: () => this.wake() }, (state) => {
-      if (state === "restored") this.wake();
-    });
+    const wakeOnReturn = (state: string) => state === "restored" && this.wake();
+    this.#unlisten = await this.#o.db.listen({ [WEBHOOKS_CHANNEL]: () => this.wake() }, wakeOnReturn, undefined, "webhooks");
     this.#poll = setInterval(() => this.wake(), this.#o.pollMs).unref();
     this.wake();
   }

@@ -35,8 +35,9 @@ export interface Database extends Queryable {
    * connection (a process's connections are counted: docs/scaling.md). `onReset("lost")` says messages
    * may be missed from now on (the listening connection was lost, or stopped answering);
    * `onReset("restored")` that it listens again, and that what was sent meanwhile is gone for good,
-   * but for what `catchUp` has read and delivered first.
+   * but for what `catchUp` has read and delivered first. `purpose` names a listener that is not the
+   * process's own (the webhook sender's) in its session's application_name, so the two are told apart.
    */
-  listen(channels: ChannelHandlers, onReset?: (state: ListenState) => void, catchUp?: CatchUp): Promise<() => Promise<void>>;
+  listen(channels: ChannelHandlers, onReset?: (state: ListenState) => void, catchUp?: CatchUp, purpose?: string): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }

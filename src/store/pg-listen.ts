@@ -13,6 +13,8 @@ export interface ListenOptions {
   log: Logger;
   timeoutMs: number;
   checkMs: number;
+  /** The connection's application_name. */
+  name: string;
 }
 
 /**
@@ -24,7 +26,7 @@ export interface ListenOptions {
  * from its record before "restored" is reported.
  */
 export async function listenWithReconnect(options: ListenOptions): Promise<() => Promise<void>> {
-  const { primary, channels, onReset, catchUp, log, timeoutMs, checkMs } = options;
+  const { primary, channels, onReset, catchUp, log, timeoutMs, checkMs, name } = options;
   const names = Object.keys(channels);
   let client: pg.Client | undefined;
   let stopped = false;
@@ -45,7 +47,7 @@ export async function listenWithReconnect(options: ListenOptions): Promise<() =>
   });
 
   const connect = async (): Promise<pg.Client> => {
-    const next = await primary.connect({ application_name: "keyplane-listen", connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+    const next = await primary.connect({ application_name: name, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
     next.on("notification", (message) => {
       if (Object.hasOwn(channels, message.channel)) channels[message.channel]!(message.payload ?? "");
     });

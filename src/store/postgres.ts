@@ -23,9 +23,14 @@ export interface PostgresOptions {
    * soon, after no host answered as the primary, the hosts are asked again.
    */
   listenCheckMs?: number;
+  /**
+   * The sessions' application_name (pg_stat_activity): `name` for the pool, `name-listen` for the
+   * listening connection, so an operator can tell the API's sessions from the webhook sender's.
+   */
+  name?: string;
 }
 
-export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_000, listenCheckMs = 250 }: PostgresOptions): Database {
+export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_000, listenCheckMs = 250, name = "keyplane" }: PostgresOptions): Database {
   const primary = new PrimaryPool({
     connectionString,
     timeoutMs,
@@ -38,7 +43,7 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
       // partition): the client gives up, and the pool discards the connection.
       query_timeout: timeoutMs,
       idleTimeoutMillis: 30_000,
-      application_name: "keyplane",
+      application_name: name,
       // Times come back in UTC, in the form typeParsers reads fastest.
       options: "-c TimeZone=UTC",
       types: typeParsers,
@@ -150,7 +155,8 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
       let late = false;
       return inTime(() => translated(() => onPrimary(({ pool }) => inTransaction(pool, on, work, () => late))), () => (late = true));
     },
-    listen: (channels, onReset, catchUp) => listenWithReconnect({ primary, channels, onReset, catchUp, log, timeoutMs, checkMs: listenCheckMs }),
+    listen: (channels, onReset, catchUp, purpose) =>
+      listenWithReconnect({ primary, channels, onReset, catchUp, log, timeoutMs, checkMs: listenCheckMs, name: purpose ? `${name}-${purpose}-listen` : `${name}-listen` }),
     async close() {
       await primary.close();
     },
