@@ -23,6 +23,12 @@ import { webhookSecret } from "./webhooks.ts";
  */
 export const BUSY_POLL_MS = 100;
 const BUSY_GRACE_MS = 1_000;
+/**
+ * How far ahead a busy sender says it is busy (webhook_senders, migrations/0006_webhooks.sql), written
+ * again only when less than half of it is left: every writer of messages reads that one row, and a row
+ * updated at each claim would grow a chain of versions each of them walks.
+ */
+const BUSY_RECORD_MS = 2_000;
 
 /** How a delivery's attempt ended, for the metrics. */
 export type SendResult = "delivered" | "retrying" | "failed" | "deactivated";
@@ -59,6 +65,9 @@ export class WebhookSender {
   #stopped = false;
   /** When this sender last claimed a delivery or finished an attempt (performance.now()). */
   #busyAt = -Infinity;
+  /** Until when, on the clock, this sender last recorded that it is busy. */
+  #busyRecorded = -Infinity;
+  #busyClaimed = -Infinity;
   readonly #keys = new Map<number, { sealed: Buffer; key: KeyObject }>();
 
   constructor(options: WebhookSenderOptions) {
@@ -97,10 +106,13 @@ export class WebhookSender {
       const room = this.#o.concurrency - this.#attempts.size;
       if (room <= 0) return;
       const now = this.#o.clock();
-      const batch = await deliveryClaim(this.#o.db, now, room, new Date(now.getTime() + this.#o.leaseMs), new Date(now.getTime() + BUSY_GRACE_MS));
+      const batch = await deliveryClaim(this.#o.db, now, room, new Date(now.getTime() + this.#o.leaseMs), this.#busyUntil(now, false));
       for (const d of batch) this.#track(this.#attempt(d));
       this.#claimed += batch.length;
-      if (batch.length > 0) this.#busyAt = performance.now();
+      if (batch.length > 0) {
+        this.#busyAt = performance.now();
+        this.#busyRecorded = Math.max(this.#busyRecorded, this.#busyClaimed);
+      }
       if (batch.length < room) {
         await this.#timeNext(now);
         return;
@@ -116,6 +128,19 @@ export class WebhookSender {
       // Claims come in batches: the next when half the room is free, or all of it.
       if (this.#attempts.size <= this.#o.concurrency / 2) this.wake();
     });
+  }
+
+  /**
+   * What a claim or an outcome's write records as busy: a new end when less than half of the last one
+   * is left, else null (left as it is). A claim's is recorded only if it finds work, so it counts as
+   * written only then (`certain`: an outcome's write always records it).
+   */
+  #busyUntil(now: Date, certain: boolean): Date | null {
+    if (this.#busyRecorded - now.getTime() > BUSY_RECORD_MS / 2) return null;
+    const until = now.getTime() + BUSY_RECORD_MS;
+    if (certain) this.#busyRecorded = until;
+    else this.#busyClaimed = until;
+    return new Date(until);
   }
 
   /** The timer: soon while busy (writers do not wake a busy sender); else to the next delivery due, or the poll's interval if sooner. */
@@ -172,7 +197,7 @@ export class WebhookSender {
       const batch = this.#results;
       this.#results = [];
       try {
-        await deliveryFinish(this.#o.db, batch, new Date(this.#o.clock().getTime() + BUSY_GRACE_MS));
+        await deliveryFinish(this.#o.db, batch, this.#busyUntil(this.#o.clock(), true));
         for (const id of this.#gone) await webhookDeactivate(this.#o.db, id, this.#o.clock());
         this.#gone.clear();
       } catch (error) {

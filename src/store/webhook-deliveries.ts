@@ -45,7 +45,7 @@ const CLAIM = `
       FROM due WHERE d.id = due.id
     RETURNING d.id AS delivery_id, d.claim, d.webhook_id, d.type AS delivery_type, d.event_id, d.payload::text AS payload,
               d.created_at AS delivery_created_at, jsonb_array_length(d.attempts) AS attempts_made),
-  busy AS (UPDATE webhook_senders SET busy_until = greatest(busy_until, $5) WHERE EXISTS (SELECT 1 FROM claimed))
+  busy AS (UPDATE webhook_senders SET busy_until = greatest(busy_until, $5::timestamptz) WHERE $5::timestamptz IS NOT NULL AND EXISTS (SELECT 1 FROM claimed))
   SELECT c.*, w.url, w.secret_sealed, coalesce(w.active, false) AS webhook_active, ${EVENT_COLUMNS}
     FROM claimed c LEFT JOIN webhooks w ON w.id = c.webhook_id LEFT JOIN key_events e ON e.id = c.event_id
    ORDER BY c.delivery_id`;
@@ -54,9 +54,9 @@ const CLAIM = `
  * Claims up to `limit` deliveries due at `now` for one attempt each, until `leaseEnd`: a process that
  * dies mid-attempt leaves the delivery due again then, and its attempt is recorded as abandoned. Rows
  * another process is claiming are skipped, never waited for. A claim that finds work says a sender is
- * busy until `busyUntil` (writers of messages then do not announce them).
+ * busy until `busyUntil` (writers of messages then do not announce them); null leaves the record as it is.
  */
-export async function deliveryClaim(q: Queryable, now: Date, limit: number, leaseEnd: Date, busyUntil: Date): Promise<ClaimedDelivery[]> {
+export async function deliveryClaim(q: Queryable, now: Date, limit: number, leaseEnd: Date, busyUntil: Date | null): Promise<ClaimedDelivery[]> {
   const rows = await q.query(CLAIM, [now, limit, leaseEnd, ABANDONED, busyUntil]);
   return rows.map((row) => ({
     id: Number(row.delivery_id),
@@ -86,14 +86,17 @@ export interface DeliveryResult {
 
 // Only a claimant writes a delivery (a claim skips rows another holds), so nothing else locks these rows.
 const FINISH = `
-  WITH busy AS (UPDATE webhook_senders SET busy_until = greatest(busy_until, $6))
+  WITH busy AS (UPDATE webhook_senders SET busy_until = greatest(busy_until, $6) WHERE $6::timestamptz IS NOT NULL)
   UPDATE webhook_deliveries d
      SET attempts = d.attempts || r.attempt::jsonb, state = r.state, next_attempt_at = r.next_at, claimed_at = NULL, lease_until = NULL
     FROM unnest($1::bigint[], $2::integer[], $3::text[], $4::text[], $5::timestamptz[]) AS r(id, claim, attempt, state, next_at)
    WHERE d.id = r.id AND d.claim = r.claim`;
 
-/** Writes attempts' outcomes, in one statement; one whose claim was taken over since (its lease ran out) is dropped. */
-export async function deliveryFinish(q: Queryable, results: readonly DeliveryResult[], busyUntil: Date): Promise<void> {
+/**
+ * Writes attempts' outcomes, in one statement; one whose claim was taken over since (its lease ran
+ * out) is dropped. `busyUntil` as for deliveryClaim.
+ */
+export async function deliveryFinish(q: Queryable, results: readonly DeliveryResult[], busyUntil: Date | null): Promise<void> {
   if (results.length === 0) return;
   await q.query(FINISH, [
     results.map((r) => r.id), results.map((r) => r.claim), results.map((r) => JSON.stringify(r.attempt ? [r.attempt] : [])),
