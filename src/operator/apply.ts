@@ -28,8 +28,21 @@ export class ActionFailed extends Error {
   }
 }
 
-export async function apply(deps: ApplyDeps, apiKey: ApiKey, actions: Action[]): Promise<void> {
+/**
+ * What the API server's answers to a plan's writes told: the ApiKey as the last write to it returned
+ * it (undefined when none did, or a status write, whose answer is not kept, came after), and whether
+ * the plan wrote the Secret.
+ */
+export interface Applied {
+  apiKey: ApiKey | undefined;
+  wroteSecret: boolean;
+}
+
+const SECRET_WRITES: ReadonlySet<Action["type"]> = new Set(["createSecret", "replaceSecret", "deleteSecret"]);
+
+export async function apply(deps: ApplyDeps, apiKey: ApiKey, actions: Action[]): Promise<Applied> {
   const log = deps.log.child({ apiKey: formatRef(refOf(apiKey)) });
+  const applied: Applied = { apiKey: undefined, wroteSecret: false };
   for (const action of actions) {
     deps.signal?.throwIfAborted();
     let outcome: Outcome;
@@ -38,6 +51,9 @@ export async function apply(deps: ApplyDeps, apiKey: ApiKey, actions: Action[]):
     } catch (error) {
       throw new ActionFailed(action, error);
     }
+    if (typeof outcome === "object") applied.apiKey = outcome;
+    else if (action.type === "patchStatus" || action.type === "beginRotation") applied.apiKey = undefined;
+    if (SECRET_WRITES.has(action.type)) applied.wroteSecret = true;
     log.debug(describeAction(action), outcome === "unchanged" ? "found done already" : "applied");
     if (action.event && outcome !== "unchanged") {
       log[action.event.type === "Warning" ? "warn" : "info"]({ reason: action.event.reason }, action.event.message);
@@ -47,10 +63,11 @@ export async function apply(deps: ApplyDeps, apiKey: ApiKey, actions: Action[]):
       });
     }
   }
+  return applied;
 }
 
-/** "unchanged": the action found its work done already (by an earlier reconcile, cut short). */
-type Outcome = void | "unchanged";
+/** "unchanged": the action found its work done already (by an earlier reconcile, cut short); an ApiKey: as the write left it. */
+type Outcome = void | "unchanged" | ApiKey;
 
 async function perform(deps: ApplyDeps, apiKey: ApiKey, action: Action): Promise<Outcome> {
   const ref = { namespace: apiKey.metadata.namespace ?? "", name: apiKey.metadata.name ?? "" };
@@ -58,8 +75,7 @@ async function perform(deps: ApplyDeps, apiKey: ApiKey, action: Action): Promise
   const finalizers = apiKey.metadata.finalizers ?? [];
   switch (action.type) {
     case "addFinalizer":
-      await deps.kube.patchFinalizers(apiKey, [...finalizers, FINALIZER]);
-      return;
+      return deps.kube.patchFinalizers(apiKey, [...finalizers, FINALIZER]);
     case "removeFinalizer":
       await deps.kube.patchFinalizers(apiKey, finalizers.filter((f) => f !== FINALIZER));
       return;

@@ -23,16 +23,27 @@ export interface GatherDeps {
   clock: () => Date;
 }
 
+export interface GatherOptions {
+  /** Read the ApiKey and its Secret from the API server, not the caches. */
+  fresh?: boolean;
+  /**
+   * What the reconcile's own last pass learnt from the API server, as fresh as a read: the ApiKey its
+   * last write returned, and the name of a Secret the server said is absent, which that pass did not
+   * write. A new ApiKey's second pass is spared two reads.
+   */
+  known?: { apiKey?: ApiKey | undefined; secretAbsent?: string | undefined };
+}
+
 /**
  * The input of plan for the ApiKey `ref`; undefined once it is gone. With `fresh`, the ApiKey and its
  * Secret are read from the API server instead of the informers' caches, which may lag behind a write
  * just made; so they are while a rotation is under way, whose steps must not be taken twice from a
  * status that lags. A Secret without keyplane's label is not cached at all: it is read by name.
  */
-export async function gather(deps: GatherDeps, ref: ObjectRef, options: { fresh?: boolean } = {}): Promise<PlanInput | undefined> {
+export async function gather(deps: GatherDeps, ref: ObjectRef, options: GatherOptions = {}): Promise<PlanInput | undefined> {
   const cached = options.fresh ? undefined : deps.cache.apiKey(ref);
   const fresh = options.fresh === true || Boolean(cached?.status?.rotation?.previousKey);
-  const apiKey = fresh ? await deps.kube.readApiKey(ref) : cached;
+  const apiKey = options.known?.apiKey ?? (fresh ? await deps.kube.readApiKey(ref) : cached);
   if (!apiKey) return undefined;
   const spec = resolveSpec(apiKey);
   const deleting = Boolean(apiKey.metadata.deletionTimestamp);
@@ -41,7 +52,7 @@ export async function gather(deps: GatherDeps, ref: ObjectRef, options: { fresh?
   const [managedKeys, scope, secret] = await Promise.all([
     deps.store.listManaged(formatRef(refOf(apiKey))),
     spec.ok && !deleting ? deps.store.resolveScope(spec.spec) : undefined,
-    spec.ok ? readSecret(deps, { namespace: ref.namespace, name: spec.spec.secret.name }, fresh) : undefined,
+    spec.ok && !(options.known?.secretAbsent === spec.spec.secret.name) ? readSecret(deps, { namespace: ref.namespace, name: spec.spec.secret.name }, fresh) : undefined,
   ]);
   const key = spec.ok && scope?.found ? await deps.store.findKey(scope.scope, spec.spec.keyName) : undefined;
   const ownedSecrets = deps.cache.ownedSecrets(ref.namespace, uid);

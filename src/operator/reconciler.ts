@@ -2,7 +2,7 @@
 // how things are, never at what event brought it here, so running it again is always safe.
 import { AppError } from "../domain/errors.ts";
 import { ActionFailed, apply, type ApplyDeps } from "./apply.ts";
-import { gather, type GatherDeps } from "./gather.ts";
+import { gather, type GatherDeps, type GatherOptions } from "./gather.ts";
 import { apiStatusCode } from "./kube-api.ts";
 import { formatRef, type ObjectRef } from "./object-ref.ts";
 import { failurePlan, plan, type PlanInput } from "./plan.ts";
@@ -17,13 +17,19 @@ export type ReconcilerDeps = GatherDeps & ApplyDeps;
 const MAX_PASSES = 5;
 
 export async function reconcile(deps: ReconcilerDeps, ref: ObjectRef): Promise<ProcessResult> {
+  let known: GatherOptions["known"];
   for (let pass = 0; pass < MAX_PASSES; pass++) {
-    // After a pass that wrote something, the informers may not have caught up: read the source.
-    const input = await gather(deps, ref, { fresh: pass > 0 });
+    // After a pass that wrote something, the informers may not have caught up: read the source, or
+    // take what the server's own answers to that pass said.
+    const input = await gather(deps, ref, { fresh: pass > 0, known });
     if (!input) return "done";
     const { actions, next, requeueAt } = plan(input);
+    known = undefined;
     try {
-      await apply(deps, input.apiKey, actions);
+      const applied = await apply(deps, input.apiKey, actions);
+      // A Secret absent in this pass's input was read from the server (a cached one is never absent).
+      const secretName = input.spec.ok ? input.spec.spec.secret.name : undefined;
+      known = { apiKey: applied.apiKey, secretAbsent: !input.secret && !applied.wroteSecret ? secretName : undefined };
     } catch (error) {
       if (error instanceof ActionFailed && isStaleRead(error.cause)) {
         deps.log.debug({ apiKey: formatRef(ref), action: error.action.type }, "stale read: looking again");
