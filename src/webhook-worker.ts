@@ -40,45 +40,62 @@ type FromWorker = { type: "ready" } | { type: "done"; id: number } | { type: "se
 
 const MARK = "keyplane-webhook-worker";
 
-/** Starts the worker and waits until its sender listens; `onSent` gets its attempts' counts, by result, now and then. */
+/**
+ * Starts the worker and waits until its sender listens; `onSent` gets its attempts' counts, by result,
+ * now and then. A worker that stops unasked (a defect) is replaced a second later: what it was sending
+ * stays in the outbox, and is sent once its leases end.
+ */
 export async function startWebhookWorker(setup: WebhookWorkerSetup, log: Logger, onSent: (result: SendResult, count: number) => void): Promise<Sender> {
-  const worker = new Worker(new URL(import.meta.url), { workerData: { [MARK]: setup } });
   const waiting = new Map<number, () => void>();
   let next = 0;
-  let exited = false;
-  const ready = new Promise<void>((resolve, reject) => {
-    worker.on("message", (m: FromWorker) => {
-      if (m.type === "ready") resolve();
-      else if (m.type === "failed") reject(new Error(`webhook worker: ${m.message}`));
-      else if (m.type === "done") waiting.get(m.id)?.();
-      else for (const [result, count] of Object.entries(m.counts)) onSent(result as SendResult, count);
+  let closing = false;
+  let worker: Worker | undefined;
+
+  const spawn = (): Promise<void> => {
+    const w = new Worker(new URL(import.meta.url), { workerData: { [MARK]: setup } });
+    return new Promise<void>((resolve, reject) => {
+      w.on("message", (m: FromWorker) => {
+        if (m.type === "ready") resolve();
+        else if (m.type === "failed") reject(new Error(`webhook worker: ${m.message}`));
+        else if (m.type === "done") waiting.get(m.id)?.();
+        else for (const [result, count] of Object.entries(m.counts)) onSent(result as SendResult, count);
+      });
+      w.on("error", (error) => {
+        log.error({ err: error }, "webhook worker failed");
+        reject(error);
+      });
+      w.once("exit", () => {
+        if (worker === w) worker = undefined;
+        for (const done of waiting.values()) done();
+        if (closing) return;
+        log.warn("webhook worker stopped; starting another in a second");
+        setTimeout(() => void spawn().catch((error: unknown) => log.error({ err: error }, "could not start a webhook worker")), 1_000).unref();
+      });
+      // The worker alone keeps no process alive: the server does, while it serves.
+      w.unref();
+      worker = w;
     });
-    worker.once("error", (error) => {
-      log.error({ err: error }, "webhook worker failed; webhooks are not sent by this process until it restarts");
-      reject(error);
-    });
-    worker.once("exit", () => {
-      exited = true;
-      for (const done of waiting.values()) done();
-    });
-  });
-  await ready;
-  // The worker alone keeps no process alive: the server does, while it serves.
-  worker.unref();
-  const ask = (type: ToWorker["type"]) =>
-    exited ? Promise.resolve() : new Promise<void>((resolve) => {
+  };
+  await spawn();
+  const ask = (type: ToWorker["type"]) => {
+    const w = worker;
+    if (!w) return Promise.resolve();
+    return new Promise<void>((resolve) => {
       const id = next++;
       waiting.set(id, () => {
         waiting.delete(id);
         resolve();
       });
-      worker.postMessage({ type, id } satisfies ToWorker);
+      w.postMessage({ type, id } satisfies ToWorker);
     });
+  };
   return {
     drain: () => ask("drain"),
     async close() {
+      closing = true;
+      const w = worker;
       await ask("close");
-      await worker.terminate();
+      await w?.terminate();
     },
   };
 }
