@@ -112,6 +112,32 @@ describe("the CRD", () => {
   });
 });
 
+describe("spec.policy and spec.secret.format in the CRD", () => {
+  const policy = properties(spec).policy;
+  const at = (node: SchemaNode | undefined, ...path: string[]) => path.reduce<SchemaNode | undefined>((n, p) => (p === "[*]" ? (n?.items as SchemaNode) : properties(n)[p]), node);
+
+  it("types the policy with the contract's bounds, so the API server refuses what they can say", () => {
+    expect(Object.keys(properties(policy))).toEqual(["restrictions", "ratelimits", "credits", "leakPolicy"]);
+    expect(at(policy, "restrictions", "ips")).toMatchObject({ type: "array", minItems: 1, maxItems: 100 });
+    expect(at(policy, "restrictions", "methods", "[*]")).toMatchObject({ type: "string", pattern: "^[A-Z][A-Z0-9_-]{0,31}$" });
+    expect(at(policy, "ratelimits")).toMatchObject({ type: "array", maxItems: 10 });
+    expect(at(policy, "ratelimits", "[*]", "limit")).toMatchObject({ type: "integer", minimum: 1, maximum: 1_000_000_000 });
+    expect(at(policy, "ratelimits", "[*]", "windowSeconds")).toMatchObject({ minimum: 1, maximum: 2_592_000 });
+    expect(at(policy, "credits", "remaining")).toMatchObject({ type: "integer", format: "int64", minimum: 0, maximum: 1e12 });
+    expect(at(policy, "credits", "refill", "interval")).toMatchObject({ enum: ["daily", "monthly"] });
+    expect(at(policy, "leakPolicy")).toMatchObject({ enum: ["disable", "rotate", "notify"] });
+  });
+
+  it("keys the rate limits by name, so that two of one name are refused", () => {
+    expect(at(policy, "ratelimits")).toMatchObject({ "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"] });
+    expect(at(policy, "ratelimits", "[*]")).toMatchObject({ required: ["name", "limit", "windowSeconds"] });
+  });
+
+  it("offers the two Secret formats, keyplane by default", () => {
+    expect(at(spec, "secret", "format")).toMatchObject({ type: "string", enum: ["keyplane", "envoy-gateway"], default: "keyplane" });
+  });
+});
+
 describe("toStructural", () => {
   it("drops zod's noise", () => {
     const node = {
