@@ -100,6 +100,10 @@ export async function startKeyplane(name: string, env: KeyplaneEnv, nodeArgs: st
     // throttling (which would answer those 429 without a look-up): throttling is out of the way, at the
     // highest limit there is (the unknown-token rounds fail some 30,000 times a second).
     KEYPLANE_AUTH_FAILURES_PER_MINUTE: "1000000000",
+    // The webhooks phase's receiver is on 127.0.0.1, over http. Every keyplane of a run may send to it:
+    // the processes of one deployment share their settings, and any of them may claim a message.
+    KEYPLANE_WEBHOOK_ALLOW_HTTP: "true",
+    KEYPLANE_WEBHOOK_ALLOW_PRIVATE: "true",
     PORT: String(port),
     HOST: "127.0.0.1",
     ...moreEnv,

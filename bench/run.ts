@@ -13,7 +13,7 @@ import { client, expectStatus, type Client } from "./http.ts";
 import { load, percentile, summarize, type LoadResult } from "./load.ts";
 import { metricsPhase } from "./metrics.ts";
 import { policyPhase } from "./policy.ts";
-import { WEBHOOK_BENCH_ENV, webhooksPhase } from "./webhooks.ts";
+import { webhooksPhase } from "./webhooks.ts";
 import { scalingPhase } from "./scaling.ts";
 import { cpuMeter, memoryOf, REPO, resetPeak, sleep, startBare, startKeyplane, type CpuUse, type KeyplaneEnv, type Metered, type Server } from "./processes.ts";
 import { profileText, summarizeProfile, type ProfileSummary } from "./profile.ts";
@@ -443,8 +443,7 @@ async function main(): Promise<number> {
     };
     const profileDir = s.cpuProf ? await mkdtemp(join(tmpdir(), "keyplane-bench-profile-")) : undefined;
     const profiling = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
-    // A sends the webhooks phase's messages to its receiver, on 127.0.0.1 over http.
-    const a = await startKeyplane("A", env, profiling, WEBHOOK_BENCH_ENV);
+    const a = await startKeyplane("A", env, profiling);
     children.push(a);
     cleanups.push(() => a.stop());
     const admin = client(a.url);

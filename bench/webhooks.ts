@@ -13,8 +13,6 @@ import { inTurn, median, round, roundsDetail } from "./rounds.ts";
 // the same webhook made inactive (an inactive webhook costs the trigger on key_events one probe of an
 // index, the same as none: migrations/0006_webhooks.sql).
 
-/** What keyplane A needs to send to a receiver on 127.0.0.1 over http. */
-export const WEBHOOK_BENCH_ENV = { KEYPLANE_WEBHOOK_ALLOW_HTTP: "true", KEYPLANE_WEBHOOK_ALLOW_PRIVATE: "true" };
 const QUEUED = 1_000;
 const us = (seconds: number, n: number) => Math.round((1e6 * seconds) / n);
 
