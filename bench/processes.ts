@@ -114,15 +114,25 @@ export async function startKeyplane(name: string, env: KeyplaneEnv, nodeArgs: st
 }
 
 /** The baseline: node:http answering `body` (JSON) to every request. */
-export async function startBare(body: string, nodeArgs: string[] = []): Promise<Server> {
-  const { child, output } = start("bare", [...nodeArgs, "bench/bare-server.ts"], { ...process.env, BENCH_BARE_BODY: body });
+export function startBare(body: string, nodeArgs: string[] = []): Promise<Server> {
+  return startListening("bare", [...nodeArgs, "bench/bare-server.ts"], { BENCH_BARE_BODY: body }, "bare node:http server");
+}
+
+/** The webhooks phase's receiver (bench/receiver.ts). */
+export function startReceiver(): Promise<Server> {
+  return startListening("receiver", ["bench/receiver.ts"], {}, "webhook receiver");
+}
+
+/** A server script of the benchmark's own, which prints `listening <url>` once it does. */
+async function startListening(name: string, args: string[], env: Record<string, string>, what: string): Promise<Server> {
+  const { child, output } = start(name, args, { ...process.env, ...env });
   let url = "";
   child.stdout!.on("data", (chunk: Buffer) => {
     const match = /listening (http:\/\/\S+)/.exec(chunk.toString("utf8"));
     if (match) url = match[1]!;
   });
-  await until(child, output, async () => url !== "", "bare node:http server");
-  return { name: "bare", url, pid: child.pid!, child, output, stop: stopper(child) };
+  await until(child, output, async () => url !== "", what);
+  return { name, url, pid: child.pid!, child, output, stop: stopper(child) };
 }
 
 /** The status of a GET on a connection of its own. */

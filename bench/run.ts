@@ -460,6 +460,8 @@ async function main(): Promise<number> {
       children.push(b);
       cleanups.push(() => b.stop());
       runs.revocation = await revocationPhase(s, a, b, env.adminToken, values, details);
+      // The later phases measure one keyplane: B's sender, idle, would send A's messages on the same cores.
+      await b.stop();
     }
     if (s.phases.has("gateway")) {
       const tools = {

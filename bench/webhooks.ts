@@ -1,11 +1,8 @@
-import { createServer, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import type autocannon from "autocannon";
 import type { BenchDatabase } from "./database.ts";
-import type { Client } from "./http.ts";
-import { expectStatus } from "./http.ts";
+import { client, expectStatus, type Client } from "./http.ts";
 import { load, type LoadResult } from "./load.ts";
-import { cpuMeter, type Metered, type Server } from "./processes.ts";
+import { cpuMeter, startReceiver as startReceiverProcess, type Metered, type Server } from "./processes.ts";
 import { inTurn, median, round, roundsDetail } from "./rounds.ts";
 
 // The webhooks phase (bench/README.md): how fast keyplane's sender empties an outbox of 1,000 queued
@@ -31,33 +28,21 @@ export interface WebhookFigures {
   webhookProvisioningVsNone: number;
 }
 
-/** A receiver that counts what it gets; while held, it answers nothing (the sender's attempts wait). */
+/** The receiver (bench/receiver.ts), in a process of its own: what it got, and when the last came. */
 async function startReceiver() {
-  const held: ServerResponse[] = [];
-  let holding = true;
-  let received = 0;
-  let last = 0;
-  const server = createServer((req, res) => {
-    req.resume().on("end", () => {
-      received++;
-      last = performance.now();
-      if (holding) held.push(res);
-      else res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const server = await startReceiverProcess();
+  const control = client(server.url, 1);
+  const stats = async () => (await expectStatus(control.request("GET", "/stats"), 200, "receiver stats")).json<{ received: number; lastAt: number }>();
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/bench`,
-    received: () => received,
-    lastAt: () => last,
-    release() {
-      holding = false;
-      for (const res of held.splice(0)) res.writeHead(204).end();
+    url: `${server.url}/bench`,
+    received: async () => (await stats()).received,
+    /** When the last message came, on this process's performance.now() clock. */
+    lastAt: async () => (await stats()).lastAt - performance.timeOrigin,
+    release: () => expectStatus(control.request("POST", "/release"), 204, "release the receiver"),
+    async close() {
+      control.close();
+      await server.stop();
     },
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
   };
 }
 
@@ -78,7 +63,7 @@ export async function webhooksPhase(
   try {
     const made = await expectStatus(admin.request("POST", "/webhooks", { token: owner.token, body: { url: receiver.url, events: ["key.created"] } }), 201, "create the webhook");
     const hook = made.json<{ id: number }>().id;
-    const pending = () => db.count(`SELECT count(*) FROM webhook_deliveries WHERE webhook_id = ${hook} AND state = 'pending'`);
+    const pending = () => db.count(`SELECT count(*) FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL AND webhook_id = ${hook}`);
 
     // 1,000 messages queued while the receiver holds the sender's first attempts, then let go.
     t.say(`webhooks: ${QUEUED} key changes queued while the receiver holds the first attempts`);
@@ -92,16 +77,17 @@ export async function webhooksPhase(
       }
     };
     await waitUntil(async () => (await pending()) === QUEUED, `${QUEUED} messages not queued`);
-    const before = receiver.received();
+    const before = await receiver.received();
     const cpu = cpuMeter({ [a.name]: a.pid }, db.name);
     const releasedAt = performance.now();
-    receiver.release();
-    await waitUntil(async () => receiver.received() >= QUEUED, `${QUEUED} messages not delivered`);
-    const seconds = (receiver.lastAt() - releasedAt) / 1000;
+    await receiver.release();
+    await waitUntil(async () => (await receiver.received()) >= QUEUED, `${QUEUED} messages not delivered`);
+    const seconds = ((await receiver.lastAt()) - releasedAt) / 1000;
     await waitUntil(async () => (await pending()) === 0, "deliveries not recorded");
     // What sending costs, per message: less disturbed by other work on the machine than the rate is.
     const used = cpu();
-    if (receiver.received() !== QUEUED) t.problem(`webhooks: the receiver got ${receiver.received()} requests for ${QUEUED} messages`);
+    const received = await receiver.received();
+    if (received !== QUEUED) t.problem(`webhooks: the receiver got ${received} requests for ${QUEUED} messages`);
     const deliveriesPerSecond = round((QUEUED - before) / seconds, 0);
 
     // Provisioning with the webhook subscribed, against the same webhook inactive, in turn.

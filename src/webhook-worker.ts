@@ -12,10 +12,18 @@ import { openPostgres } from "./store/postgres.ts";
 // own event loop, timers, pool of two connections and listening connection. An attempt costs the
 // sender some 100-200 µs of CPU (node:http's request, a socket write, the HMAC, its share of a claim
 // and an outcome's write); on the thread that serves requests that would be taken from provisioning,
-// /verify and /auth, which delivery must never slow. The thread also runs at a lower priority (nice
-// 10: on Linux a thread's own), so that when the cores are all busy, requests go first and messages
+// /verify and /auth, which delivery must never slow. The thread also runs at the lowest priority (nice
+// 19: on Linux a thread's own), so that when the cores are all busy, requests go first and messages
 // wait in the outbox; on idle cores it sends at full speed.
-const NICE = 10;
+const NICE = 19;
+/**
+ * And it yields to the thread that serves requests: while that thread's event loop was busy for at
+ * least this share of the last LOAD_SAMPLE_MS, the sender sends slowly (YIELDING_BATCH). A thread's
+ * priority does not reach PostgreSQL, whose share of a message (its claim and its outcome) would
+ * otherwise be taken from the key paths' statements.
+ */
+const BUSY_LOOP = 0.5;
+const LOAD_SAMPLE_MS = 100;
 
 export interface WebhookWorkerSetup {
   connectionString: string;
@@ -35,7 +43,7 @@ export interface Sender {
   close(): Promise<void>;
 }
 
-type ToWorker = { type: "drain" | "close"; id: number };
+type ToWorker = { type: "drain" | "close"; id: number } | { type: "load"; busy: boolean };
 type FromWorker = { type: "ready" } | { type: "done"; id: number } | { type: "sent"; counts: Partial<Record<SendResult, number>> } | { type: "failed"; message: string };
 
 const MARK = "keyplane-webhook-worker";
@@ -77,7 +85,15 @@ export async function startWebhookWorker(setup: WebhookWorkerSetup, log: Logger,
     });
   };
   await spawn();
-  const ask = (type: ToWorker["type"]) => {
+  let busy = false;
+  let loop = performance.eventLoopUtilization();
+  const sampling = setInterval(() => {
+    const now = performance.eventLoopUtilization();
+    const busyNow = performance.eventLoopUtilization(now, loop).utilization >= BUSY_LOOP;
+    loop = now;
+    if (busyNow !== busy) worker?.postMessage({ type: "load", busy: (busy = busyNow) } satisfies ToWorker);
+  }, LOAD_SAMPLE_MS).unref();
+  const ask = (type: "drain" | "close") => {
     const w = worker;
     if (!w) return Promise.resolve();
     return new Promise<void>((resolve) => {
@@ -93,6 +109,7 @@ export async function startWebhookWorker(setup: WebhookWorkerSetup, log: Logger,
     drain: () => ask("drain"),
     async close() {
       closing = true;
+      clearInterval(sampling);
       const w = worker;
       await ask("close");
       await w?.terminate();
@@ -109,12 +126,13 @@ async function runWorker(setup: WebhookWorkerSetup): Promise<void> {
   } catch (error) {
     log.warn({ err: error }, "could not lower the webhook sender's priority; it competes with requests for the CPU");
   }
-  const db = openPostgres({ connectionString: setup.connectionString, log, timeoutMs: setup.timeoutMs, max: 2, name: "keyplane-webhooks" });
+  const db = openPostgres({ connectionString: setup.connectionString, log, timeoutMs: setup.timeoutMs, max: 2, name: "keyplane-webhooks", planEachTime: true });
   const settings = { allowHttp: setup.allowHttp, allowPrivate: setup.allowPrivate, resolve: systemResolver };
   let counts: Partial<Record<SendResult, number>> = {};
+  let hostBusy = false;
   const sender = new WebhookSender({
     db, sealer: createSealer(Buffer.from(setup.masterKey)), client: httpWebhookClient(settings, { maxSockets: 32 }), clock: () => new Date(), log,
-    onResult: (result) => void (counts[result] = (counts[result] ?? 0) + 1),
+    onResult: (result) => void (counts[result] = (counts[result] ?? 0) + 1), yieldTo: () => hostBusy,
   });
   const report = () => {
     if (Object.keys(counts).length === 0) return;
@@ -123,6 +141,7 @@ async function runWorker(setup: WebhookWorkerSetup): Promise<void> {
   };
   const reporting = setInterval(report, 1_000);
   port.on("message", (m: ToWorker) => {
+    if (m.type === "load") return void (hostBusy = m.busy);
     const done = () => port.postMessage({ type: "done", id: m.id } satisfies FromWorker);
     if (m.type === "drain") void sender.drain().then(report).finally(done);
     else {

@@ -24,6 +24,11 @@ import { webhookSecret } from "./webhooks.ts";
 export const BUSY_POLL_MS = 100;
 const BUSY_GRACE_MS = 1_000;
 /**
+ * While the process's requests keep it busy (`yieldTo`), a sender claims at most this many messages
+ * every BUSY_POLL_MS (100 a second, some 3% of a core): the rest wait in the outbox until the load falls.
+ */
+export const YIELDING_BATCH = 10;
+/**
  * How far ahead a busy sender says it is busy (webhook_senders, migrations/0006_webhooks.sql), written
  * again only when less than half of it is left: every writer of messages reads that one row, and a row
  * updated at each claim would grow a chain of versions each of them walks.
@@ -47,6 +52,8 @@ export interface WebhookSenderOptions {
   leaseMs?: number;
   /** In [0, 1): the retries' jitter (Math.random). */
   random?: () => number;
+  /** True while the key paths keep the process busy: the sender then sends slowly (YIELDING_BATCH). */
+  yieldTo?: () => boolean;
   onResult?: (result: SendResult) => void;
 }
 
@@ -60,6 +67,8 @@ export class WebhookSender {
   #claimed = 0;
   #again = false;
   #timer: NodeJS.Timeout | undefined;
+  /** When #timer fires (performance.now()). */
+  #timerAt = Infinity;
   #poll: NodeJS.Timeout | undefined;
   #unlisten: (() => Promise<void>) | undefined;
   #stopped = false;
@@ -71,7 +80,7 @@ export class WebhookSender {
   readonly #keys = new Map<number, { sealed: Buffer; key: KeyObject }>();
 
   constructor(options: WebhookSenderOptions) {
-    this.#o = { concurrency: 32, pollMs: 5_000, leaseMs: ATTEMPT_TIMEOUT_MS + 5_000, random: Math.random, ...options };
+    this.#o = { concurrency: 32, pollMs: 5_000, leaseMs: ATTEMPT_TIMEOUT_MS + 5_000, random: Math.random, yieldTo: () => false, ...options };
   }
 
   /** Listens for new messages and starts the poll; resolves once listening. */
@@ -100,23 +109,29 @@ export class WebhookSender {
       });
   }
 
-  /** Claims what is due while there is room; when nothing is, sets the timer to the next retry. */
+  /**
+   * Claims what is due while there is room; when nothing is, sets the timer to the next retry. While
+   * yielding, one small batch, then the timer (finished attempts do not wake it then).
+   */
   async #fill(): Promise<void> {
     while (!this.#stopped) {
-      const room = this.#o.concurrency - this.#attempts.size;
-      if (room <= 0) return;
+      const yielding = this.#o.yieldTo();
+      const room = Math.min(this.#o.concurrency - this.#attempts.size, yielding ? YIELDING_BATCH : Infinity);
       const now = this.#o.clock();
-      const batch = await deliveryClaim(this.#o.db, now, room, new Date(now.getTime() + this.#o.leaseMs), this.#busyUntil(now, false));
-      for (const d of batch) this.#track(this.#attempt(d));
-      this.#claimed += batch.length;
-      if (batch.length > 0) {
-        this.#busyAt = performance.now();
-        this.#busyRecorded = Math.max(this.#busyRecorded, this.#busyClaimed);
+      if (room > 0) {
+        const batch = await deliveryClaim(this.#o.db, now, room, new Date(now.getTime() + this.#o.leaseMs), this.#busyUntil(now, false));
+        for (const d of batch) this.#track(this.#attempt(d));
+        this.#claimed += batch.length;
+        if (batch.length > 0) {
+          this.#busyAt = performance.now();
+          this.#busyRecorded = Math.max(this.#busyRecorded, this.#busyClaimed);
+        }
+        if (batch.length === room && !yielding) continue;
+      } else if (!yielding) {
+        return; // a finished attempt wakes it
       }
-      if (batch.length < room) {
-        await this.#timeNext(now);
-        return;
-      }
+      await this.#timeNext(now);
+      return;
     }
   }
 
@@ -125,8 +140,13 @@ export class WebhookSender {
     void attempt.finally(() => {
       this.#attempts.delete(attempt);
       this.#busyAt = performance.now();
-      // Claims come in batches: the next when half the room is free, or all of it.
-      if (this.#attempts.size <= this.#o.concurrency / 2) this.wake();
+      // Claims come in batches: the next when half the room is free, or all of it; while yielding, at the busy poll's pace.
+      if (this.#attempts.size > this.#o.concurrency / 2) return;
+      if (this.#o.yieldTo()) {
+        if (this.#timerAt > performance.now() + BUSY_POLL_MS) this.#wakeIn(BUSY_POLL_MS);
+      } else {
+        this.wake();
+      }
     });
   }
 
@@ -149,8 +169,17 @@ export class WebhookSender {
     const next = busy ? undefined : await deliveryNextDue(this.#o.db);
     if (this.#stopped) return;
     const wait = busy ? BUSY_POLL_MS : next === undefined ? this.#o.pollMs : Math.min(this.#o.pollMs, Math.max(0, next.getTime() - now.getTime()) + 1);
+    this.#wakeIn(wait);
+  }
+
+  /** Wakes the sender in `ms`, in place of any wake-up set before. */
+  #wakeIn(ms: number): void {
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.wake(), wait).unref();
+    this.#timerAt = performance.now() + ms;
+    this.#timer = setTimeout(() => {
+      this.#timerAt = Infinity;
+      this.wake();
+    }, ms).unref();
   }
 
   async #attempt(d: ClaimedDelivery): Promise<void> {

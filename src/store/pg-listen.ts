@@ -15,6 +15,8 @@ export interface ListenOptions {
   checkMs: number;
   /** The connection's application_name. */
   name: string;
+  /** The session's settings (the connection's `options`). */
+  options: string;
 }
 
 /**
@@ -26,7 +28,7 @@ export interface ListenOptions {
  * from its record before "restored" is reported.
  */
 export async function listenWithReconnect(options: ListenOptions): Promise<() => Promise<void>> {
-  const { primary, channels, onReset, catchUp, log, timeoutMs, checkMs, name } = options;
+  const { primary, channels, onReset, catchUp, log, timeoutMs, checkMs, name, options: settings } = options;
   const names = Object.keys(channels);
   let client: pg.Client | undefined;
   let stopped = false;
@@ -34,7 +36,8 @@ export async function listenWithReconnect(options: ListenOptions): Promise<() =>
 
   // The listener's own statements are not in the SQL log (sql-log.ts), as its checks never were: one
   // every `checkMs` would drown the statements that requests cost. They are prepared, as the pool's
-  // are (postgres.ts): planning the catch-up's read cost more than running it.
+  // are (postgres.ts), and planned at each execution (`settings`: the record they read grows too fast
+  // for a plan kept from its first read).
   const prepared = new Map<string, string>();
   const named = (text: string): string => {
     let name = prepared.get(text);
@@ -47,7 +50,7 @@ export async function listenWithReconnect(options: ListenOptions): Promise<() =>
   });
 
   const connect = async (): Promise<pg.Client> => {
-    const next = await primary.connect({ application_name: name, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+    const next = await primary.connect({ application_name: name, options: settings, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
     next.on("notification", (message) => {
       if (Object.hasOwn(channels, message.channel)) channels[message.channel]!(message.payload ?? "");
     });

@@ -28,9 +28,27 @@ export interface PostgresOptions {
    * listening connection, so an operator can tell the API's sessions from the webhook sender's.
    */
   name?: string;
+  /**
+   * Plans the pool's statements at each execution, never from a cached generic plan: for a pool whose
+   * tables swing in size faster than statistics follow (the webhook outbox, docs/adr/0016). The
+   * listening connection's catch-up always is (see CUSTOM_PLANS).
+   */
+  planEachTime?: boolean;
 }
 
-export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_000, listenCheckMs = 250, name = "keyplane" }: PostgresOptions): Database {
+/**
+ * A prepared statement's generic plan is made once, with the statistics of that moment, and kept until
+ * they change: a plan made while a table was nearly empty (a new database) reads all of it once it holds
+ * many rows, until an ANALYZE, which autovacuum makes at most once a minute and never while it is off.
+ * A custom plan, made at each execution, estimates from the table's size at that moment. The outbox and
+ * the key-change log grow from empty to hundreds of thousands of rows within minutes (the benchmark's
+ * claims took 30 ms each, a hash join over the whole outbox, where an index gives them in 0.4 ms).
+ */
+const CUSTOM_PLANS = "-c plan_cache_mode=force_custom_plan";
+/** Times come back in UTC, in the form typeParsers reads fastest. */
+const UTC = "-c TimeZone=UTC";
+
+export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_000, listenCheckMs = 250, name = "keyplane", planEachTime = false }: PostgresOptions): Database {
   const primary = new PrimaryPool({
     connectionString,
     timeoutMs,
@@ -44,8 +62,7 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
       query_timeout: timeoutMs,
       idleTimeoutMillis: 30_000,
       application_name: name,
-      // Times come back in UTC, in the form typeParsers reads fastest.
-      options: "-c TimeZone=UTC",
+      options: planEachTime ? `${UTC} ${CUSTOM_PLANS}` : UTC,
       types: typeParsers,
     },
     // pg-pool listens for errors on idle connections only: the server ending the session of one
@@ -156,7 +173,9 @@ export function openPostgres({ connectionString, max = 10, log, timeoutMs = 5_00
       return inTime(() => translated(() => onPrimary(({ pool }) => inTransaction(pool, on, work, () => late))), () => (late = true));
     },
     listen: (channels, onReset, catchUp, purpose) =>
-      listenWithReconnect({ primary, channels, onReset, catchUp, log, timeoutMs, checkMs: listenCheckMs, name: purpose ? `${name}-${purpose}-listen` : `${name}-listen` }),
+      listenWithReconnect({
+        primary, channels, onReset, catchUp, log, timeoutMs, checkMs: listenCheckMs, name: purpose ? `${name}-${purpose}-listen` : `${name}-listen`, options: `${UTC} ${CUSTOM_PLANS}`,
+      }),
     async close() {
       await primary.close();
     },

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { sweepExpiries } from "../../src/services/expiry-sweep.ts";
+import { BUSY_POLL_MS, YIELDING_BATCH } from "../../src/services/webhook-sender.ts";
 import { fakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";
@@ -18,12 +19,14 @@ describe.each(backends())("webhooks on %s", (backend) => {
   let acme: Tenant;
   let globex: Tenant;
   let receiver: Receiver;
+  /** What the sender is told of the key paths (src/webhook-worker.ts tells it in `keyplane serve`). */
+  let keyPathsBusy = false;
 
   beforeAll(async () => {
     receiver = await startReceiver();
     svc = await startService(backend, {
       clock: time.clock, expirySweepMs: 3_600_000,
-      webhooks: { allowHttp: true, allowPrivate: true, sender: { random: () => 0.5, pollMs: 3_600_000 } },
+      webhooks: { allowHttp: true, allowPrivate: true, sender: { random: () => 0.5, pollMs: 3_600_000, yieldTo: () => keyPathsBusy } },
     });
     acme = await createTenant(svc, "acme");
     globex = await createTenant(svc, "globex");
@@ -212,6 +215,28 @@ describe.each(backends())("webhooks on %s", (backend) => {
     expect(rest).toHaveLength(3);
     expect((await svc.admin.get(`/admin/webhooks/${hook.id}/deliveries?state=delivered`)).body).toHaveLength(5);
     expect((await svc.as(acme.keys.customer).get(`/webhooks/${hook.id}/deliveries?limit=0`)).status).toBe(400);
+    await remove(hook);
+  });
+
+  it("sends slowly while the key paths are busy, a batch at each 100 ms at most, and the rest once they are not", { timeout: 30_000 }, async () => {
+    const hook = await create(acme.keys.customer, { url: `${receiver.url}/busy`, events: ["key.created"] });
+    // The sender's first 32 attempts held by the receiver, and 168 messages waiting in the outbox.
+    receiver.answer = () => "hold";
+    for (let i = 0; i < 200; i++) expect((await svc.as(acme.keys.customer).post("/keys", { name: `busy-${i}` })).status).toBe(200);
+    await receiver.waitFor(32);
+    keyPathsBusy = true;
+    receiver.answer = () => ({ status: 204 });
+    const released = performance.now();
+    receiver.release(204);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const sent = receiver.received.length - 32;
+    const ticks = Math.ceil((performance.now() - released) / BUSY_POLL_MS);
+    expect(sent).toBeGreaterThan(0);
+    expect(sent).toBeLessThanOrEqual(YIELDING_BATCH * (ticks + 1));
+    keyPathsBusy = false;
+    await receiver.waitFor(200, 20_000);
+    expect(new Set(receiver.received.map((r) => r.headers["webhook-id"])).size).toBe(200);
+    await svc.webhooks.drain();
     await remove(hook);
   });
 

@@ -1,0 +1,38 @@
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+// The webhooks phase's receiver (bench/webhooks.ts), in a process of its own as a receiver is another
+// service: on the load generator's event loop it would take from the load it makes. It counts the
+// messages POSTed to /bench; while held, it answers none of them (the sender's attempts wait) until
+// POST /release. GET /stats answers {received, lastAt}: lastAt the time of the last message, in
+// milliseconds since the epoch with a fraction (performance.timeOrigin + performance.now()).
+const held: ServerResponse[] = [];
+let holding = true;
+let received = 0;
+let lastAt = 0;
+
+const server = createServer((req, res) => {
+  req.resume().once("end", () => {
+    if (req.url === "/stats") return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ received, lastAt }));
+    if (req.url === "/release") {
+      holding = false;
+      for (const waiting of held.splice(0)) waiting.writeHead(204).end();
+      return void res.writeHead(204).end();
+    }
+    received++;
+    lastAt = performance.timeOrigin + performance.now();
+    if (holding) held.push(res);
+    else res.writeHead(204).end();
+  });
+});
+server.keepAliveTimeout = 65_000;
+server.listen(0, "127.0.0.1", () => {
+  const { port } = server.address() as AddressInfo;
+  process.stdout.write(`listening http://127.0.0.1:${port}\n`);
+});
+const stop = () => {
+  server.close(() => process.exit(0));
+  server.closeAllConnections();
+};
+process.once("SIGTERM", stop);
+process.once("SIGINT", stop);
