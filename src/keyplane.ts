@@ -85,7 +85,7 @@ export interface WebhookOptions extends Partial<WebhookSettings> {
   worker?: { connectionString: string; timeoutMs: number; logLevel: string };
   /** How attempts are made (node:http(s), the time-out of docs/webhooks.md). */
   client?: WebhookClient;
-  sender?: Pick<WebhookSenderOptions, "concurrency" | "pollMs" | "leaseMs" | "random">;
+  sender?: Pick<WebhookSenderOptions, "concurrency" | "pollMs" | "leaseMs" | "random" | "yieldTo">;
 }
 
 export interface Keyplane {
