@@ -28,5 +28,6 @@ COPY crds ./crds
 # The image's "node" user, by number, so that Kubernetes can check runAsNonRoot.
 USER 1000:1000
 EXPOSE 8080
-# The young generation kept at 16 MiB or more, as `npm start` keeps it (docs/adr/0011-young-generation.md).
-CMD ["node", "--min-semi-space-size=16", "src/cli/main.ts", "serve"]
+# The heap as `npm start` sizes it: a young generation of 16 MiB (docs/adr/0011-young-generation.md),
+# an old one of at most 384 MiB (docs/adr/0017-heap-size.md).
+CMD ["node", "--min-semi-space-size=16", "--max-semi-space-size=16", "--max-old-space-size=384", "src/cli/main.ts", "serve"]
