@@ -1,7 +1,9 @@
 import { defineConfig } from "vitest/config";
 
-// Two groups, one after the other: the suites, then the benchmark's short run, which loads both cores
-// for most of a minute and would otherwise squeeze the suites' timing bounds (and they its figures).
+// Two groups, one after the other: the suites, then the benchmarks' runs (the short run of `npm run
+// bench`, a small one of `npm run bench:operator`), each of which loads both cores for up to a minute
+// and would otherwise squeeze the suites' timing bounds (and they its figures); the benchmarks also run
+// one after the other.
 export default defineConfig({
   test: {
     testTimeout: 30_000,
@@ -20,7 +22,7 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: "bench", include: ["bench/**/*.test.ts"], sequence: { groupOrder: 2 } },
+        test: { name: "bench", include: ["bench/**/*.test.ts"], fileParallelism: false, sequence: { groupOrder: 2 } },
       },
     ],
   },
