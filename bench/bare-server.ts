@@ -1,6 +1,6 @@
 import { createServer, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { hasBody } from "../src/http/body.ts";
+import { serveInChild } from "./child-server.ts";
 
 // The benchmark's baseline: a bare node:http server in a process of its own, doing the I/O keyplane
 // does and nothing else: it reads the request's body, when there is one (without parsing it), and
@@ -19,14 +19,4 @@ const server = createServer((req, res) => {
   if (hasBody(req)) req.resume().once("end", () => answer(res));
   else answer(res);
 });
-server.keepAliveTimeout = 65_000; // as keyplane's
-server.listen(0, "127.0.0.1", () => {
-  const { port } = server.address() as AddressInfo;
-  process.stdout.write(`listening http://127.0.0.1:${port}\n`);
-});
-const stop = () => {
-  server.close(() => process.exit(0));
-  server.closeAllConnections();
-};
-process.once("SIGTERM", stop);
-process.once("SIGINT", stop);
+serveInChild(server);

@@ -1,5 +1,5 @@
 import { createServer, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { serveInChild } from "./child-server.ts";
 
 // The webhooks phase's receiver (bench/webhooks.ts), in a process of its own as a receiver is another
 // service: on the load generator's event loop it would take from the load it makes. It counts the
@@ -25,14 +25,4 @@ const server = createServer((req, res) => {
     else res.writeHead(204).end();
   });
 });
-server.keepAliveTimeout = 65_000;
-server.listen(0, "127.0.0.1", () => {
-  const { port } = server.address() as AddressInfo;
-  process.stdout.write(`listening http://127.0.0.1:${port}\n`);
-});
-const stop = () => {
-  server.close(() => process.exit(0));
-  server.closeAllConnections();
-};
-process.once("SIGTERM", stop);
-process.once("SIGINT", stop);
+serveInChild(server);
