@@ -58,6 +58,8 @@ export async function startWebhookWorker(setup: WebhookWorkerSetup, log: Logger,
   let next = 0;
   let closing = false;
   let worker: Worker | undefined;
+  /** What the worker was last told of this thread's load (a new worker is told at its start). */
+  let busy = false;
 
   const spawn = (): Promise<void> => {
     const w = new Worker(new URL(import.meta.url), { workerData: { [MARK]: setup } });
@@ -82,10 +84,10 @@ export async function startWebhookWorker(setup: WebhookWorkerSetup, log: Logger,
       // The worker alone keeps no process alive: the server does, while it serves.
       w.unref();
       worker = w;
+      if (busy) w.postMessage({ type: "load", busy } satisfies ToWorker);
     });
   };
   await spawn();
-  let busy = false;
   let loop = performance.eventLoopUtilization();
   const sampling = setInterval(() => {
     const now = performance.eventLoopUtilization();
