@@ -42,9 +42,14 @@ export async function keyLogRead(q: Queryable, after: number | null, also: reado
     `SELECT m.xmin, m.xmax, m.last, e.id::text AS event, e.action, k.id, encode(k.token_hash, 'hex') AS hash, k.managed_by
        FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, pg_snapshot_xmax(pg_current_snapshot())::text AS xmax,
                     (SELECT max(id) FROM key_events)::text AS last) m
-       LEFT JOIN (key_events e JOIN api_keys k ON k.id = e.key_id) ON e.id > $1 OR e.id = ANY($2::bigint[])
-      ORDER BY e.id
-      LIMIT $3`,
+       LEFT JOIN LATERAL (
+         SELECT * FROM ((SELECT id, action, key_id FROM key_events WHERE id > $1 ORDER BY id LIMIT $3)
+                        UNION (SELECT id, action, key_id FROM key_events WHERE id = ANY($2::bigint[]))) e
+          ORDER BY e.id LIMIT $3) e ON true
+       -- Each event's key, one probe of the primary key each (LIMIT 1 keeps it so, whatever the
+       -- statistics say of either table): the read is of the newest events, a few against many keys.
+       LEFT JOIN LATERAL (SELECT k.id, k.token_hash, k.managed_by FROM api_keys k WHERE k.id = e.key_id LIMIT 1) k ON true
+      ORDER BY e.id`,
     [after, also, limit],
   );
   const [first] = rows;
