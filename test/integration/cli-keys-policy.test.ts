@@ -1,22 +1,16 @@
-import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliJson, expectCliFailure, runCli } from "../support/cli.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";
 
 // `keyplane keys policy` and `keyplane keys credits` as a user runs them: the real command in its own
 // process, against a real server, the policy from a file or from standard input.
-const MAIN = join(import.meta.dirname, "../../src/cli/main.ts");
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 const plan = {
   restrictions: { ips: ["203.0.113.0/24"], methods: ["GET", "POST"] },
@@ -32,26 +26,9 @@ describe("keyplane keys policy and credits", () => {
   let dir: string;
   let keyId: number;
 
-  const keyplane = (args: string[], stdin?: string, token?: string): Promise<Run> =>
-    new Promise((resolve) => {
-      const env = { PATH: process.env.PATH ?? "", KEYPLANE_URL: url, KEYPLANE_TOKEN: token ?? acme.keys.customer };
-      const child = execFile(process.execPath, [MAIN, "keys", ...args], { env }, (error, stdout, stderr) =>
-        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-      );
-      child.stdin!.end(stdin ?? "");
-    });
-  const json = async (args: string[], stdin?: string) => {
-    const run = await keyplane([...args, "-o", "json"], stdin);
-    expect(run.stderr).toBe("");
-    expect(run.code).toBe(0);
-    return JSON.parse(run.stdout) as unknown;
-  };
-  const failsWith = (run: Run, pattern: RegExp) => {
-    expect(run.code).not.toBe(0);
-    expect(run.stdout).toBe("");
-    expect(run.stderr.trim()).toMatch(pattern);
-    expect(run.stderr.trim().split("\n")).toHaveLength(1);
-  };
+  const keyplane = (args: string[], stdin?: string, token?: string) =>
+    runCli(["keys", ...args], { KEYPLANE_URL: url, KEYPLANE_TOKEN: token ?? acme.keys.customer }, stdin);
+  const json = async (args: string[], stdin?: string) => cliJson(await keyplane([...args, "-o", "json"], stdin)) as unknown;
 
   beforeAll(async () => {
     svc = await startService("pglite");
@@ -102,18 +79,18 @@ describe("keyplane keys policy and credits", () => {
   });
 
   it("fails with one line for a bad file, bad numbers, a key without credits, and a key changing its own", async () => {
-    failsWith(await keyplane(["policy", String(keyId), "--set", join(dir, "nowhere.json")]), /cannot read .*nowhere\.json: ENOENT/);
+    expectCliFailure(await keyplane(["policy", String(keyId), "--set", join(dir, "nowhere.json")]), /cannot read .*nowhere\.json: ENOENT/);
     const bad = join(dir, "bad.json");
     await writeFile(bad, "{ratelimits:");
-    failsWith(await keyplane(["policy", String(keyId), "--set", bad]), /bad\.json is not JSON/);
+    expectCliFailure(await keyplane(["policy", String(keyId), "--set", bad]), /bad\.json is not JSON/);
     await writeFile(bad, JSON.stringify({ restrictions: { ips: ["999.0.0.1"] } }));
-    failsWith(await keyplane(["policy", String(keyId), "--set", bad]), /restrictions\.ips\[0\].*\(400 bad_request\)$/);
-    failsWith(await keyplane(["credits", String(keyId), "--set=-3"]), /--set must be a whole number of 0 or more/);
-    failsWith(await keyplane(["credits", String(keyId), "--set", "1.5"]), /--set must be a whole number/);
-    failsWith(await keyplane(["credits", String(keyId), "--set", "1", "--add", "1"]), /not both/);
+    expectCliFailure(await keyplane(["policy", String(keyId), "--set", bad]), /restrictions\.ips\[0\].*\(400 bad_request\)$/);
+    expectCliFailure(await keyplane(["credits", String(keyId), "--set=-3"]), /--set must be a whole number of 0 or more/);
+    expectCliFailure(await keyplane(["credits", String(keyId), "--set", "1.5"]), /--set must be a whole number/);
+    expectCliFailure(await keyplane(["credits", String(keyId), "--set", "1", "--add", "1"]), /not both/);
     await json(["policy", String(keyId), "--clear"]);
-    failsWith(await keyplane(["credits", String(keyId)]), /policy has no credits.*\(404 not_found\)$/);
+    expectCliFailure(await keyplane(["credits", String(keyId)]), /policy has no credits.*\(404 not_found\)$/);
     const self = (await svc.as(acme.keys.customer).get("/keys/self")).body as { id: number };
-    failsWith(await keyplane(["policy", String(self.id), "--clear"]), /own policy.*\(403 forbidden\)$/);
+    expectCliFailure(await keyplane(["policy", String(self.id), "--clear"]), /own policy.*\(403 forbidden\)$/);
   });
 });

@@ -1,19 +1,12 @@
-import { execFile } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliJson, expectCliFailure, runCli } from "../support/cli.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";
 
 // `keyplane keys` as a user runs it: the real command in its own process, against a real server.
-const MAIN = join(import.meta.dirname, "../../src/cli/main.ts");
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 describe("keyplane keys", () => {
   let svc: TestService;
@@ -21,26 +14,9 @@ describe("keyplane keys", () => {
   let url: string;
   let acme: Tenant;
 
-  const keyplane = (args: string[], env: Record<string, string | undefined> = {}): Promise<Run> =>
-    new Promise((resolve) => {
-      const vars = { KEYPLANE_URL: url, KEYPLANE_TOKEN: acme.keys.customer, ...env };
-      const defined = Object.fromEntries(Object.entries(vars).filter(([, v]) => v !== undefined)) as Record<string, string>;
-      execFile(process.execPath, [MAIN, "keys", ...args], { env: { PATH: process.env.PATH, ...defined } }, (error, stdout, stderr) =>
-        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-      );
-    });
-  const json = async (args: string[]) => {
-    const run = await keyplane([...args, "-o", "json"]);
-    expect(run.stderr).toBe("");
-    expect(run.code).toBe(0);
-    return JSON.parse(run.stdout);
-  };
-  const failsWith = (run: Run, pattern: RegExp) => {
-    expect(run.code).not.toBe(0);
-    expect(run.stdout).toBe("");
-    expect(run.stderr.trim()).toMatch(pattern);
-    expect(run.stderr.trim().split("\n")).toHaveLength(1); // one line, no stack trace
-  };
+  const keyplane = (args: string[], env: Record<string, string | undefined> = {}) =>
+    runCli(["keys", ...args], { KEYPLANE_URL: url, KEYPLANE_TOKEN: acme.keys.customer, ...env });
+  const json = async (args: string[]) => cliJson(await keyplane([...args, "-o", "json"]));
 
   beforeAll(async () => {
     svc = await startService("pglite");
@@ -88,7 +64,7 @@ describe("keyplane keys", () => {
     expect(updated).toMatchObject({ id: created.id, name: "renamed", active: true });
     const deleted = await keyplane(["delete", String(created.id)]);
     expect(deleted).toMatchObject({ code: 0, stdout: `deleted key ${created.id}\n` });
-    failsWith(await keyplane(["get", String(created.id)]), /^keyplane: .*\(404 not_found\)$/);
+    expectCliFailure(await keyplane(["get", String(created.id)]), /^keyplane: .*\(404 not_found\)$/);
   });
 
   it("creates an expiring key, rotates it with a grace period, removes the new key's expiry, and reads the events", async () => {
@@ -107,20 +83,20 @@ describe("keyplane keys", () => {
     expect(rows[1]).toContain(`replacedBy: null -> ${fresh.id}`);
     const recent = await json(["events", "--action", "updated", "--limit", "1"]);
     expect(recent).toEqual([expect.objectContaining({ action: "updated", key: expect.objectContaining({ id: fresh.id }) })]);
-    failsWith(await keyplane(["rotate", String(created.id)]), /already rotated.*\(409 conflict\)$/);
+    expectCliFailure(await keyplane(["rotate", String(created.id)]), /already rotated.*\(409 conflict\)$/);
   });
 
   it("fails with one line and a non-zero exit for a bad token, an unreachable server, a 4xx and bad arguments", async () => {
-    failsWith(await keyplane(["list"], { KEYPLANE_TOKEN: "XI" + "0".repeat(32) }), /\(401 unauthorized\)$/);
-    failsWith(await keyplane(["list"], { KEYPLANE_TOKEN: undefined }), /KEYPLANE_TOKEN is not set/);
+    expectCliFailure(await keyplane(["list"], { KEYPLANE_TOKEN: "XI" + "0".repeat(32) }), /\(401 unauthorized\)$/);
+    expectCliFailure(await keyplane(["list"], { KEYPLANE_TOKEN: undefined }), /KEYPLANE_TOKEN is not set/);
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
-    failsWith(await keyplane(["list"], { KEYPLANE_URL: `http://127.0.0.1:${port}` }), /cannot reach http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED/);
-    failsWith(await keyplane(["create", "x".repeat(200)]), /\(400 bad_request\)$/);
-    failsWith(await keyplane(["update", "1", "--active", "yes"]), /--active must be true or false/);
-    failsWith(await keyplane(["list", "-o", "yaml"]), /-o must be table or json/);
+    expectCliFailure(await keyplane(["list"], { KEYPLANE_URL: `http://127.0.0.1:${port}` }), /cannot reach http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED/);
+    expectCliFailure(await keyplane(["create", "x".repeat(200)]), /\(400 bad_request\)$/);
+    expectCliFailure(await keyplane(["update", "1", "--active", "yes"]), /--active must be true or false/);
+    expectCliFailure(await keyplane(["list", "-o", "yaml"]), /-o must be table or json/);
   });
 
   it("never puts the caller's token in an error", async () => {

@@ -1,20 +1,13 @@
-import { execFile } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliJson, runCli } from "../support/cli.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.ts";
 import { createTenant, type Tenant } from "../support/world.ts";
 
 // `keyplane webhooks` as a user runs it: the real command in its own process, against a real server.
-const MAIN = join(import.meta.dirname, "../../src/cli/main.ts");
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 describe("keyplane webhooks", () => {
   let svc: TestService;
@@ -23,20 +16,9 @@ describe("keyplane webhooks", () => {
   let acme: Tenant;
   let receiver: Receiver;
 
-  const keyplane = (args: string[], env: Record<string, string | undefined> = {}): Promise<Run> =>
-    new Promise((resolve) => {
-      const vars = { KEYPLANE_URL: url, KEYPLANE_TOKEN: acme.keys.customer, ...env };
-      const defined = Object.fromEntries(Object.entries(vars).filter(([, v]) => v !== undefined)) as Record<string, string>;
-      execFile(process.execPath, [MAIN, "webhooks", ...args], { env: { PATH: process.env.PATH, ...defined } }, (error, stdout, stderr) =>
-        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-      );
-    });
-  const json = async (args: string[]) => {
-    const run = await keyplane([...args, "-o", "json"]);
-    expect(run.stderr).toBe("");
-    expect(run.code).toBe(0);
-    return JSON.parse(run.stdout);
-  };
+  const keyplane = (args: string[], env: Record<string, string | undefined> = {}) =>
+    runCli(["webhooks", ...args], { KEYPLANE_URL: url, KEYPLANE_TOKEN: acme.keys.customer, ...env });
+  const json = async (args: string[]) => cliJson(await keyplane([...args, "-o", "json"]));
 
   beforeAll(async () => {
     receiver = await startReceiver();
