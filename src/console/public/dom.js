@@ -1,5 +1,5 @@
 // @ts-check
-/* global document, HTMLElement */
+/* global document */
 
 // The page is built from elements and text nodes, never from HTML strings: nothing a key's name or
 // an answer holds can become markup (and the CSP's Trusted Types rule would refuse it anyway).
@@ -74,13 +74,4 @@ export function hidden(text) {
 export function focusHeading(heading) {
   heading.setAttribute("tabindex", "-1");
   heading.focus();
-}
-
-/**
- * Moves focus to a table row's heading cell, as to a view's heading.
- * @param {Element} row
- */
-export function focusRowHeading(row) {
-  const cell = row.querySelector("th");
-  if (cell instanceof HTMLElement) focusHeading(cell);
 }

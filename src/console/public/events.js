@@ -1,9 +1,9 @@
 // @ts-check
+/* global HTMLElement */
 import { call } from "./api.js";
-import { fill, focusHeading, focusRowHeading, h } from "./dom.js";
+import { fill, focusHeading, h } from "./dom.js";
 import { actorOf, changesOf, when } from "./format.js";
 import { fail } from "./notice.js";
-import { pager } from "./pager.js";
 
 // Events (docs/api.md, "Events"): every change to a key, who made it and what it changed. The scope's
 // are read newest first, a page at a time (GET /events, Link rel="next"); one key's, oldest first.
@@ -51,7 +51,24 @@ export async function showEvents(view, action = "") {
   show.addEventListener("click", () => void showEvents(view, filter.value));
   const { table, add, empty } = eventsTable("events", "Changes to the keys you may manage, newest first.", true);
   const more = h("button", { type: "button", class: "more", hidden: true }, "Show older events");
-  const load = pager(more, (path) => call("GET", path), add, focusRowHeading);
+  let next = /** @type {string | null} */ (null);
+  /** @param {string} path */
+  const load = async (path) => {
+    const page = await call("GET", path);
+    next = page.next;
+    more.hidden = !next;
+    return add(page.body);
+  };
+  more.addEventListener("click", async () => {
+    if (!next) return;
+    try {
+      const [first] = await load(next);
+      const cell = first?.querySelector("th");
+      if (cell instanceof HTMLElement) focusHeading(cell);
+    } catch (error) {
+      fail(error);
+    }
+  });
   fill(view,
     h("div", { class: "view-head" }, heading),
     h("p", { class: "lede" }, "Every change to a key you may manage: who made it, and what it changed."),

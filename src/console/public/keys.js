@@ -5,7 +5,6 @@ import { fill, focusHeading, h, hidden } from "./dom.js";
 import { levelOf, scopeOf, when } from "./format.js";
 import { createKey, deleteKey, renameKey, rotateKey, toggleKey } from "./key-actions.js";
 import { fail, signOut } from "./notice.js";
-import { pager } from "./pager.js";
 import { policySummary } from "./policy.js";
 
 // The keys view: every live key the signed-in key may manage (GET /keys, paged), and what can be done
@@ -70,6 +69,7 @@ export async function showKeys(view, session, shown = PAGE) {
   const heading = h("h1", { id: "keys-title" }, "Keys");
   const tbody = h("tbody");
   const more = h("button", { type: "button", class: "more", hidden: true }, "Show more keys");
+  let next = /** @type {string | null} */ (null);
   let count = 0;
   const reload = () => {
     // Focus goes back to the control that was used, in the list as it is now, where it still is.
@@ -80,12 +80,25 @@ export async function showKeys(view, session, shown = PAGE) {
     });
   };
 
-  const load = pager(more, (path) => call("GET", path), (keys) => {
-    const rows = keys.map((/** @type {any} */ key) => row(key, session, reload));
+  /** @param {string} path */
+  const load = async (path) => {
+    const page = await call("GET", path);
+    next = page.next;
+    more.hidden = !next;
+    const rows = page.body.map((/** @type {any} */ key) => row(key, session, reload));
     tbody.append(...rows);
     count += rows.length;
     return rows;
-  }, (first) => first.querySelector("a")?.focus());
+  };
+  more.addEventListener("click", async () => {
+    if (!next) return;
+    try {
+      const [first] = await load(next);
+      first?.querySelector("a")?.focus();
+    } catch (error) {
+      fail(error);
+    }
+  });
 
   const create = h("button", { type: "button", class: "primary", "data-focus": "create", onclick: async () => { if (await createKey()) reload(); } }, "Create key");
   const table = h("table", {},

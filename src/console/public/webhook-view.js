@@ -1,8 +1,8 @@
 // @ts-check
-import { fill, focusHeading, focusRowHeading, h, hidden } from "./dom.js";
+/* global HTMLElement */
+import { fill, focusHeading, h, hidden } from "./dom.js";
 import { when } from "./format.js";
 import { fail, goTo } from "./notice.js";
-import { pager } from "./pager.js";
 import { webhookCall, webhookPath } from "./webhook-actions.js";
 import { eventsInWords } from "./webhook-words.js";
 import { webhookButtons, webhookScope, webhookStatus } from "./webhooks.js";
@@ -61,11 +61,26 @@ async function showDeliveries(place, id) {
   // Focus stays on Refresh, which the new rendering replaces.
   const refresh = h("button", { type: "button", class: "small", onclick: () => void showDeliveries(place, id).then(() => place.querySelector("button")?.focus()) },
     "Refresh", hidden(" the deliveries"));
-  const load = pager(more, (path) => webhookCall("GET", path), (deliveries) => {
-    const rows = deliveries.map(deliveryRow);
+  let next = /** @type {string | null} */ (null);
+  /** @param {string} path */
+  const load = async (path) => {
+    const page = await webhookCall("GET", path);
+    next = page.next;
+    more.hidden = !next;
+    const rows = page.body.map(deliveryRow);
     tbody.append(...rows);
     return rows;
-  }, focusRowHeading);
+  };
+  more.addEventListener("click", async () => {
+    if (!next) return;
+    try {
+      const [first] = await load(next);
+      const cell = first?.querySelector("th");
+      if (cell instanceof HTMLElement) focusHeading(cell);
+    } catch (error) {
+      fail(error);
+    }
+  });
   fill(place,
     h("div", { class: "section-head" }, h("h2", { id: "deliveries-title" }, "Deliveries"), refresh),
     h("p", { class: "hint" }, "Every message keyplane has sent this webhook, or is about to, newest first. A message is delivered when the receiver answers 2xx " +
