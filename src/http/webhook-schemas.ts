@@ -7,7 +7,8 @@ import { text } from "./schemas.ts";
 // resolves to, http without KEYPLANE_WEBHOOK_ALLOW_HTTP) the url's description says.
 
 const URL_RULES = "An https URL (http only where KEYPLANE_WEBHOOK_ALLOW_HTTP=true), without spaces, control characters, user name or password. " +
-  "A host that is, or whose name resolves to, a loopback, private, link-local or unspecified address is 400 (unless " +
+  "A host that is, or whose name resolves to, an address the IANA special-purpose registries do not mark globally reachable " +
+  "(loopback, private, link-local, unspecified, documentation, benchmarking, reserved...; an IPv6 form carrying an IPv4 address is judged by that address) is 400 (unless " +
   "KEYPLANE_WEBHOOK_ALLOW_PRIVATE=true): a rule of the network, which this schema cannot state.";
 const url = z.string().max(WEBHOOK_URL_MAX)
   // eslint-disable-next-line no-control-regex -- refusing control characters is the point
