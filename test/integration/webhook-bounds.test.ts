@@ -99,7 +99,7 @@ describe.each(backends())("webhook bounds on %s", (backend) => {
   });
 
   describe("lists, paged as keys are", () => {
-    it("pages a key's list with limit and after, with Link rel=next while more remain, and keeps the other parameters", async () => {
+    it("pages a key's list with limit and after, with Link rel=next while more remain", async () => {
       for (let i = 0; i < 5; i++) expect((await svc.as(acme.keys.application).post("/webhooks", { url: url(`page-${i}`) })).status).toBe(201);
       const all = ids((await svc.as(acme.keys.application).get("/webhooks")).body);
       expect(all).toHaveLength(5);
