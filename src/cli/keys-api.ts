@@ -45,34 +45,58 @@ export function commandLine<T extends ParseArgsOptionsConfig>(
 
 export interface ApiClient {
   request(method: string, path: string, body?: unknown): Promise<unknown>;
+  /** Every item of a paged list: GET `path`, then each page its `Link: <...>; rel="next"` names, on this server only. */
+  all(path: string): Promise<unknown[]>;
+}
+
+/** The path of a `Link: <...>; rel="next"`, if any. */
+function nextPath(link: string | null): string | undefined {
+  return link?.match(/<([^>]*)>\s*;\s*rel="?next"?/)?.[1];
 }
 
 export function apiClient(baseUrl: string, token: string, fetchImpl: typeof fetch = fetch): ApiClient {
   const base = baseUrl.replace(/\/+$/, "");
-  return {
-    async request(method, path, body) {
-      let res: Response;
-      try {
-        res = await fetchImpl(base + path, {
-          method,
-          headers: { Authorization: `Bearer ${token}`, ...(body !== undefined && { "Content-Type": "application/json" }) },
-          body: body === undefined ? undefined : JSON.stringify(body),
-          signal: AbortSignal.timeout(30_000),
-        });
-      } catch (error) {
-        const { cause } = error as { cause?: { code?: string; message?: string } };
-        const why = cause?.code ?? cause?.message ?? (error as Error).message;
-        throw new CliError(`cannot reach ${base}: ${why}`);
+  const client: ApiClient = {
+    request: async (method, path, body) => (await send(method, path, body)).json,
+    async all(path) {
+      const items: unknown[] = [];
+      const seen = new Set<string>();
+      for (let next: string | undefined = path; next !== undefined;) {
+        // The token goes to this server alone: a next page elsewhere is refused, not followed.
+        if (!next.startsWith("/") || next.startsWith("//") || next.includes("\\")) throw new CliError(`the server's next page is not on ${base}: ${next}`);
+        if (seen.has(next)) throw new CliError(`the server's next page is the one before: ${next}`);
+        seen.add(next);
+        const page = await send("GET", next);
+        if (!Array.isArray(page.json)) throw new CliError(`GET ${next}: the server's answer is not a list`);
+        items.push(...(page.json as unknown[]));
+        next = nextPath(page.link);
       }
-      const text = await res.text();
-      const json = text ? parseJson(text) : undefined;
-      if (!res.ok) {
-        const problem = json as { error?: string; message?: string } | undefined;
-        throw new CliError(problem?.message ? `${problem.message} (${res.status} ${problem.error})` : `${method} ${path}: HTTP ${res.status}`);
-      }
-      return json;
+      return items;
     },
   };
+  async function send(method: string, path: string, body?: unknown): Promise<{ json: unknown; link: string | null }> {
+    let res: Response;
+    try {
+      res = await fetchImpl(base + path, {
+        method,
+        headers: { Authorization: `Bearer ${token}`, ...(body !== undefined && { "Content-Type": "application/json" }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(30_000),
+      });
+    } catch (error) {
+      const { cause } = error as { cause?: { code?: string; message?: string } };
+      const why = cause?.code ?? cause?.message ?? (error as Error).message;
+      throw new CliError(`cannot reach ${base}: ${why}`);
+    }
+    const text = await res.text();
+    const json = text ? parseJson(text) : undefined;
+    if (!res.ok) {
+      const problem = json as { error?: string; message?: string } | undefined;
+      throw new CliError(problem?.message ? `${problem.message} (${res.status} ${problem.error})` : `${method} ${path}: HTTP ${res.status}`);
+    }
+    return { json, link: res.headers.get("link") };
+  }
+  return client;
 }
 
 function parseJson(text: string): unknown {

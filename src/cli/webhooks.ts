@@ -17,6 +17,9 @@ ID is a webhook's numeric id. TYPE is key.created, key.updated, key.rotated, key
 key.expired, key.expiring, key.leaked or key.usage_exceeded (default: all of them).
 environment: KEYPLANE_URL (default http://127.0.0.1:8080), KEYPLANE_TOKEN (required).`;
 
+/** Webhooks read per request by `list`, which follows every page. */
+const LIST_PAGE = 100;
+
 const OPTIONS = {
   output: { type: "string", short: "o", default: "table" },
   events: { type: "string" },
@@ -58,7 +61,8 @@ export async function webhooksCommand(argv: string[], env: { url: string; token:
 
   switch (command) {
     case "list": {
-      const hooks = (await api.request("GET", "/webhooks")) as Webhook[];
+      // Page after page, so that a list never stops at the first (docs/webhooks.md).
+      const hooks = (await api.all(`/webhooks?limit=${LIST_PAGE}`)) as Webhook[];
       return show(hooks, () => webhookTable(hooks));
     }
     case "create": {

@@ -1,8 +1,10 @@
-import { cidrContains, parseAddress, parseCidr, type Cidr } from "./policy/cidr.ts";
+import { parseAddress } from "./policy/cidr.ts";
+import { notGlobalText } from "./special-addresses.ts";
 
 // Where webhooks may send (docs/webhooks.md, "Addresses"): https, or http where allowed; never, unless
-// allowed, to an address of this machine or of a private network, so that a webhook cannot be made to
-// reach what only keyplane can (server-side request forgery). The host is judged as the WHATWG URL
+// allowed, to an address that is not globally reachable (this machine, a private network, a block the
+// IANA registries set apart: special-addresses.ts), so that a webhook cannot be made to reach what
+// only keyplane can (server-side request forgery). The host is judged as the WHATWG URL
 // parser leaves it, which is also what a request would connect to: decimal, octal and hexadecimal
 // IPv4 spellings (http://2130706433/, http://0x7f.1/) are already dotted quads there, and an
 // IPv4-mapped IPv6 address is judged as the IPv4 address it carries (policy/cidr.ts).
@@ -10,36 +12,14 @@ import { cidrContains, parseAddress, parseCidr, type Cidr } from "./policy/cidr.
 export interface UrlRules {
   /** KEYPLANE_WEBHOOK_ALLOW_HTTP: http as well as https. */
   allowHttp: boolean;
-  /** KEYPLANE_WEBHOOK_ALLOW_PRIVATE: loopback, private, link-local and unspecified addresses too. */
+  /** KEYPLANE_WEBHOOK_ALLOW_PRIVATE: addresses that are not globally reachable too (loopback, private, link-local...). */
   allowPrivate: boolean;
 }
 
 export const WEBHOOK_URL_MAX = 2048;
 
-const REFUSED: [string, string[]][] = [
-  ["unspecified", ["0.0.0.0/8", "::/128"]],
-  ["loopback", ["127.0.0.0/8", "::1/128"]],
-  ["private", ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7", "fec0::/10"]],
-  ["link-local", ["169.254.0.0/16", "fe80::/10"]],
-  // Not one host: multicast and broadcast.
-  ["multicast", ["224.0.0.0/4", "255.255.255.255/32", "ff00::/8"]],
-  // IPv6 forms that carry an IPv4 address a gateway may pass on: IPv4-compatible, NAT64.
-  ["IPv4-embedding", ["::/96", "64:ff9b::/96", "64:ff9b:1::/48"]],
-];
-const RANGES: [string, Cidr][] = REFUSED.flatMap(([why, cidrs]) =>
-  cidrs.map((text) => {
-    const parsed = parseCidr(text);
-    if (!parsed.ok) throw new Error(`bad range ${text}`);
-    return [why, parsed.value] as [string, Cidr];
-  }),
-);
-
-/** Why a webhook may not reach an address (loopback, private, ...), or undefined when it may. An address that is none is refused too. */
-export function refusedAddress(address: string): string | undefined {
-  const parsed = parseAddress(address);
-  if (!parsed) return "not an IP address";
-  return RANGES.find(([, cidr]) => cidrContains(cidr, parsed))?.[0];
-}
+/** Why a webhook may not reach an address (loopback, private, documentation...: special-addresses.ts), or undefined when it may. An address that is none is refused too. */
+export const refusedAddress = notGlobalText;
 
 /** A URL's host as an address when it is one (IPv6 without its brackets); undefined for a name. */
 export function hostAddress(url: URL): string | undefined {

@@ -8,6 +8,12 @@ export const WEBHOOK_TYPES = [
 ] as const;
 export type WebhookType = (typeof WEBHOOK_TYPES)[number];
 
+/**
+ * The most webhooks one scope may hold (docs/webhooks.md): every change to a key inside it is a message
+ * to each of them, so one key may not make a change fan out without bound.
+ */
+export const WEBHOOKS_PER_SCOPE = 25;
+
 export interface Webhook {
   id: number;
   /** The keys whose messages it gets: those inside this scope; null for every key (the admin's). */

@@ -2,7 +2,7 @@ import type { Request, Response } from "express";
 import { notFound } from "../domain/errors.ts";
 import { parseId } from "../domain/identifier.ts";
 import type { Scope } from "../domain/scope.ts";
-import type { Webhook, WebhookDelivery } from "../domain/webhook.ts";
+import { WEBHOOKS_PER_SCOPE, type Webhook, type WebhookDelivery } from "../domain/webhook.ts";
 import type { Context } from "../services/context.ts";
 import { resolveNamedScope } from "../services/named-scope.ts";
 import {
@@ -10,7 +10,9 @@ import {
 } from "../services/webhooks.ts";
 import { setNextLink } from "./key-list.ts";
 import { route, type Route } from "./route.ts";
-import { adminWebhookBody, deliveriesQuery, deliveryObject, newWebhookObject, webhookBody, webhookObject, webhookUpdateBody } from "./webhook-schemas.ts";
+import {
+  adminWebhookBody, deliveriesQuery, deliveryObject, newWebhookObject, webhookBody, webhookListQuery, webhookObject, webhookUpdateBody,
+} from "./webhook-schemas.ts";
 
 // Webhooks (docs/webhooks.md): a key's at /webhooks, for the webhooks whose scope lies inside its own
 // (another's is 404, like none); the admin's at /admin/webhooks, every one, each at a scope the body
@@ -55,10 +57,11 @@ function webhookRoutes(ctx: Context, base: string, admin: boolean, caller: (req:
   const whose = admin ? "every webhook" : "the webhooks whose scope lies inside the calling key's";
   return [
     route({
-      method: "post", path: base, operationId: `create${noun}`, tag, auth, refusals: admin ? ["not_found"] : [],
+      method: "post", path: base, operationId: `create${noun}`, tag, auth, refusals: admin ? ["not_found", "conflict"] : ["conflict"],
       // A key's body is the admin's without `scope`.
       body: admin ? adminWebhookBody : (webhookBody as unknown as typeof adminWebhookBody),
-      summary: admin ? "Create a webhook at the scope the body names, or for every key" : "Create a webhook at the calling key's scope: it gets the messages of the keys inside it",
+      summary: admin ? `Create a webhook at the scope the body names, or for every key; 409 when that scope has ${WEBHOOKS_PER_SCOPE} already`
+        : `Create a webhook at the calling key's scope: it gets the messages of the keys inside it; 409 when the scope has ${WEBHOOKS_PER_SCOPE} already`,
       ok: { status: 201, description: "The webhook, with its signing secret: the one time it is shown", schema: newWebhookObject },
       handle: async (req, res, { body }) => {
         let scope = caller(req);
@@ -72,10 +75,18 @@ function webhookRoutes(ctx: Context, base: string, admin: boolean, caller: (req:
       },
     }),
     route({
-      method: "get", path: base, operationId: `list${noun}s`, tag, auth,
+      method: "get", path: base, operationId: `list${noun}s`, tag, auth, query: webhookListQuery,
       summary: `List ${whose}, by id`,
-      ok: { status: 200, description: "Webhooks", schema: webhookObject.array() },
-      handle: async (req, res) => void res.json((await listWebhooks(ctx, caller(req))).map((w) => webhookJson(w))),
+      ok: { status: 200, description: "Webhooks: all of them, or a page with `limit`", schema: webhookObject.array(), headers: ["Link"] },
+      handle: async (req, res, { query: { limit, after } }) => {
+        // One more than asked is read to know whether a Link rel="next" is due.
+        const hooks = await listWebhooks(ctx, caller(req), { after, limit: limit === undefined ? undefined : limit + 1 });
+        if (limit !== undefined && hooks.length > limit) {
+          hooks.length = limit;
+          setNextLink(req, res, "after", hooks[limit - 1]!.id);
+        }
+        res.json(hooks.map((w) => webhookJson(w)));
+      },
     }),
     route({
       method: "get", path: one, operationId: `get${noun}`, tag, auth, refusals: ["not_found"], summary: "Get a webhook",

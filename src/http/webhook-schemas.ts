@@ -1,13 +1,14 @@
 import { z } from "zod";
 import { DELIVERY_STATES, WEBHOOK_TYPES } from "../domain/webhook.ts";
 import { WEBHOOK_URL_MAX } from "../domain/webhook-url.ts";
-import { text } from "./schemas.ts";
+import { listQuery, text } from "./schemas.ts";
 
 // Webhooks' requests and answers (docs/webhooks.md). What a schema cannot state (an address a name
 // resolves to, http without KEYPLANE_WEBHOOK_ALLOW_HTTP) the url's description says.
 
 const URL_RULES = "An https URL (http only where KEYPLANE_WEBHOOK_ALLOW_HTTP=true), without spaces, control characters, user name or password. " +
-  "A host that is, or whose name resolves to, a loopback, private, link-local or unspecified address is 400 (unless " +
+  "A host that is, or whose name resolves to, an address the IANA special-purpose registries do not mark globally reachable " +
+  "(loopback, private, link-local, unspecified, documentation, benchmarking, reserved...; an IPv6 form carrying an IPv4 address is judged by that address) is 400 (unless " +
   "KEYPLANE_WEBHOOK_ALLOW_PRIVATE=true): a rule of the network, which this schema cannot state.";
 const url = z.string().max(WEBHOOK_URL_MAX)
   // eslint-disable-next-line no-control-regex -- refusing control characters is the point
@@ -20,6 +21,12 @@ const description = text(256).nullable().optional().describe("For people: what t
 
 export const webhookBody = z.object({ url, events: events.optional(), description });
 
+/** The two refinements of a scope below, as the document states them (the properties named again so that linters see them defined). */
+const SCOPE_RULES = {
+  dependentRequired: { application: ["domain"], subscriber: ["domain"] },
+  not: { properties: { application: {}, subscriber: {} }, required: ["application", "subscriber"] },
+};
+
 /** The admin's: also the scope whose keys' messages it gets; none for every key. */
 export const adminWebhookBody = webhookBody.extend({
   scope: z.object({
@@ -30,9 +37,10 @@ export const adminWebhookBody = webhookBody.extend({
   }).strict()
     .refine((s) => s.domain !== undefined || (s.application === undefined && s.subscriber === undefined), { error: "an application or subscriber needs its domain", path: ["domain"] })
     .refine((s) => s.application === undefined || s.subscriber === undefined, { error: "give an application or a subscriber, not both", path: ["subscriber"] })
+    .meta(SCOPE_RULES)
     .optional()
     .describe("The scope whose keys' messages the webhook gets; left out, every key's. An unknown entity is 404. An application or " +
-      "subscriber without its domain, or both at once, is 400: a rule this schema cannot state."),
+      "subscriber needs its domain, and a scope has one or the other, not both (400)."),
 });
 
 export const webhookUpdateBody = z.object({
@@ -83,4 +91,10 @@ export const deliveriesQuery = z.object({
   limit: digits(1, 1000).default(100).describe("Page size (default 100); a Link rel=next header follows while more remain."),
   before: digits(1, Number.MAX_SAFE_INTEGER).optional().describe("Only deliveries with an id below this one."),
   state: z.enum(DELIVERY_STATES).optional().describe("Only deliveries in this state."),
+});
+
+/** Webhooks are paged as keys are (docs/api.md, "Keys"): the same parameters, bounds and answers. */
+export const webhookListQuery = z.object({
+  limit: listQuery.shape.limit,
+  after: listQuery.shape.after.describe("Only webhooks with an id above this one."),
 });

@@ -67,3 +67,40 @@ describe("Throttle", () => {
     expect(t.retryAfter("c")).toBe(1);
   });
 });
+
+describe("an IPv6 client", () => {
+  const inside = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}:${(i + 1).toString(16)}:0:${((i * 7919) & 0xffff).toString(16)}:1`);
+
+  it("is counted by its /64: 61 failures from 61 addresses of one /64 throttle the 62nd address, and another /64 is untouched", () => {
+    const { t } = throttle(60);
+    const addresses = inside("2001:4860:4860:1", 62);
+    for (const address of addresses.slice(0, 61)) {
+      expect(t.retryAfter(address)).toBeUndefined();
+      t.fail(address);
+    }
+    expect(t.retryAfter(addresses[61]!)).toBe(60);
+    expect(t.retryAfter("2001:4860:4860:1::")).toBe(60);
+    expect(t.retryAfter("2001:4860:4860:2::1")).toBeUndefined();
+    expect(t.retryAfter("2001:4860:4860:0:ffff:ffff:ffff:ffff")).toBeUndefined();
+    expect(t.size).toBe(1);
+  });
+
+  it("is counted alike however its address is spelled; an IPv4-mapped one is its IPv4 address", () => {
+    const { t, fail } = throttle(2);
+    fail("2001:DB8:0:1::1", 1);
+    fail("2001:0db8:0000:0001:ffff::9", 1);
+    fail("2001:db8:0:1:0:0:0:2", 1);
+    expect(t.retryAfter("2001:db8:0:1::abcd")).toBe(60);
+    fail("::ffff:203.0.113.9", 2);
+    fail("::ffff:cb00:7109", 1);
+    expect(t.retryAfter("203.0.113.9")).toBe(60);
+    expect(t.retryAfter("203.0.113.10")).toBeUndefined();
+  });
+
+  it("keeps an address it cannot read as it is", () => {
+    const { t, fail } = throttle(1);
+    fail("fe80::1%eth0", 2);
+    expect(t.retryAfter("fe80::1%eth0")).toBe(60);
+    expect(t.retryAfter("fe80::2%eth0")).toBeUndefined();
+  });
+});

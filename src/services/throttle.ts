@@ -1,13 +1,26 @@
 import { performance } from "node:perf_hooks";
 import { LRUCache } from "lru-cache";
 import { AppError } from "../domain/errors.ts";
+import { parseAddress } from "../domain/policy/cidr.ts";
 
 // Failed-authentication throttling (docs/gateways.md, "Throttling"): a client whose failed
 // authentications exceed `failuresPerMinute` within a sliding minute is throttled until its rate falls
 // back under it. Per process, in bounded memory: at most `capacity` clients are remembered (the least
 // recently failing go first), each with its failures of the last minute, of which only the last
-// failuresPerMinute + 1 count (and no more than as many again wait to be dropped).
+// failuresPerMinute + 1 count (and no more than as many again wait to be dropped). An IPv6 client is
+// counted by its /64: a /64 is one host's (or one link's), and the host may send from any address in
+// it, so counting addresses would give it 2^64 budgets.
 const WINDOW_MS = 60_000;
+
+/** Who a client's failures are counted against: an IPv4 address (also IPv4-mapped), or an IPv6 address's /64. */
+export function countedAs(client: string): string {
+  if (!client.includes(":")) return client; // IPv4, the common case, without parsing
+  const address = parseAddress(client);
+  if (!address) return client;
+  if (address.family === 4) return [24, 16, 8, 0].map((shift) => (address.value >>> shift) & 255).join(".");
+  const groups = [48n, 32n, 16n, 0n].map((shift) => ((address.value >> (64n + shift)) & 0xffffn).toString(16));
+  return `${groups.join(":")}::/64`;
+}
 
 export interface ThrottleOptions {
   failuresPerMinute: number;
@@ -45,8 +58,9 @@ export class Throttle {
     this.#failures = new LRUCache({ max: capacity });
   }
 
-  /** A failed authentication by `client`. */
-  fail(client: string): void {
+  /** A failed authentication by the client at `address`. */
+  fail(address: string): void {
+    const client = countedAs(address);
     const now = this.#now();
     let failures = this.#recent(client, now);
     if (!failures) this.#failures.set(client, (failures = { times: [], head: 0 }));
@@ -56,8 +70,9 @@ export class Throttle {
     compact(failures);
   }
 
-  /** Undefined when `client` is not throttled; else the whole seconds until it no longer is. */
-  retryAfter(client: string): number | undefined {
+  /** Undefined when `address` is not throttled; else the whole seconds until it no longer is. */
+  retryAfter(address: string): number | undefined {
+    const client = countedAs(address);
     const now = this.#now();
     const failures = this.#recent(client, now);
     if (!failures || failures.times.length - failures.head <= this.#limit) return undefined;

@@ -1,10 +1,12 @@
-import { badRequest, notFound } from "../domain/errors.ts";
+import { badRequest, conflict, notFound } from "../domain/errors.ts";
 import { mayManage, type Scope } from "../domain/scope.ts";
-import { WEBHOOK_TYPES, type DeliveryState, type StoredWebhook, type Webhook, type WebhookDelivery, type WebhookType } from "../domain/webhook.ts";
+import { WEBHOOK_TYPES, WEBHOOKS_PER_SCOPE, type DeliveryState, type StoredWebhook, type Webhook, type WebhookDelivery, type WebhookType } from "../domain/webhook.ts";
 import { newWebhookSecret } from "../domain/webhook-signature.ts";
 import { checkWebhookUrl, hostAddress, refusedAmong } from "../domain/webhook-url.ts";
 import { deliveryListByWebhook } from "../store/webhook-deliveries.ts";
-import { webhookDelete, webhookFindById, webhookInsert, webhookListByScope, webhookNextId, webhookUpdate } from "../store/webhooks.ts";
+import {
+  webhookDelete, webhookFindById, webhookInsert, webhookListByScope, webhookLockScope, webhookNextId, webhookUpdate, type WebhookPage,
+} from "../store/webhooks.ts";
 import type { Context } from "./context.ts";
 
 // Use cases of webhooks (docs/webhooks.md). `caller` is the scope of the key that asks, null for the
@@ -41,13 +43,19 @@ export async function requireReachable(ctx: Pick<Context, "webhooks">, text: str
   if (refused) throw badRequest(`Invalid request body: url's host ${check.url.hostname} resolves to a ${refused.why} address (${refused.address}), which webhooks may not reach.`);
 }
 
-/** A new webhook at `scope`, with its secret: the one time the secret is shown. */
+/** A new webhook at `scope`, with its secret: the one time the secret is shown. 409 when the scope holds WEBHOOKS_PER_SCOPE already. */
 export async function createWebhook(ctx: Context, scope: Scope | null, req: WebhookRequest): Promise<{ webhook: Webhook; secret: string }> {
   await requireReachable(ctx, req.url);
   const secret = newWebhookSecret();
   const id = await webhookNextId(ctx.db);
   const sealed = ctx.sealer.seal(secret, secretBinding(id));
-  const stored = await webhookInsert(ctx.db, id, { scope, url: req.url, events: typesOf(req.events), description: req.description ?? null }, sealed, ctx.clock());
+  const webhook = { scope, url: req.url, events: typesOf(req.events), description: req.description ?? null };
+  const stored = await ctx.db.transaction(async (tx) => {
+    await webhookLockScope(tx, scope);
+    return webhookInsert(tx, id, webhook, sealed, ctx.clock(), WEBHOOKS_PER_SCOPE);
+  });
+  // A scope that holds more already (made before the bound) keeps them all, and gets no more.
+  if (!stored) throw conflict(`This scope has ${WEBHOOKS_PER_SCOPE} webhooks, the most one scope may have; delete one to make another.`);
   return { webhook: shown(stored), secret };
 }
 
@@ -65,8 +73,9 @@ async function manageable(ctx: Context, caller: Scope | null, id: number): Promi
 
 const shown = ({ secretSealed: _secret, ...webhook }: StoredWebhook): Webhook => webhook;
 
-export async function listWebhooks(ctx: Context, caller: Scope | null): Promise<Webhook[]> {
-  return (await webhookListByScope(ctx.db, caller)).map(shown);
+/** The webhooks `caller` may manage, by id: a page of them, or all. */
+export async function listWebhooks(ctx: Context, caller: Scope | null, page: WebhookPage = {}): Promise<Webhook[]> {
+  return (await webhookListByScope(ctx.db, caller, page)).map(shown);
 }
 
 export async function getWebhook(ctx: Context, caller: Scope | null, id: number): Promise<Webhook> {

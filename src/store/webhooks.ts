@@ -42,14 +42,29 @@ export async function webhookNextId(q: Queryable): Promise<number> {
   return rows[0]!.id;
 }
 
-export async function webhookInsert(q: Queryable, id: number, w: NewWebhook, secretSealed: Buffer, now: Date): Promise<StoredWebhook> {
+/**
+ * Holds, until the transaction ends, the right to add webhooks to `scope` (null: every key's): inserts
+ * into one scope count what is there one after another, so two at once cannot both find room for one.
+ */
+export async function webhookLockScope(tx: Queryable, scope: Scope | null): Promise<void> {
+  const key = scope === null ? "*" : [scope.tenantId, scope.domainId, scope.applicationId, scope.subscriberId].join("/");
+  await tx.query("SELECT pg_advisory_xact_lock(hashtext('keyplane.webhooks'), hashtext($1))", [key]);
+}
+
+/** Inserts a webhook, unless its scope holds `max` already: undefined then. Under webhookLockScope, the count is exact. */
+export async function webhookInsert(q: Queryable, id: number, w: NewWebhook, secretSealed: Buffer, now: Date, max: number): Promise<StoredWebhook | undefined> {
   const s = w.scope;
   const rows = await q.query(
     `INSERT INTO webhooks AS w (id, tenant_id, domain_id, application_id, subscriber_id, url, events, description, active, secret_sealed, created_at, modified_at)
-     OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6, $7, $8, true, $9, $10, $10) RETURNING ${COLUMNS}`,
-    [id, s?.tenantId ?? null, s?.domainId ?? null, s?.applicationId ?? null, s?.subscriberId ?? null, w.url, w.events, w.description, secretSealed, now],
+     OVERRIDING SYSTEM VALUE
+     SELECT $1, $2::integer, $3::integer, $4::integer, $5::integer, $6, $7::text[], $8, true, $9::bytea, $10::timestamptz, $10::timestamptz
+      WHERE (SELECT count(*) FROM webhooks o
+              WHERE o.tenant_id IS NOT DISTINCT FROM $2::integer AND o.domain_id IS NOT DISTINCT FROM $3::integer
+                AND o.application_id IS NOT DISTINCT FROM $4::integer AND o.subscriber_id IS NOT DISTINCT FROM $5::integer) < $11
+     RETURNING ${COLUMNS}`,
+    [id, s?.tenantId ?? null, s?.domainId ?? null, s?.applicationId ?? null, s?.subscriberId ?? null, w.url, w.events, w.description, secretSealed, now, max],
   );
-  return webhookFrom(rows[0]!);
+  return rows[0] ? webhookFrom(rows[0]) : undefined;
 }
 
 export async function webhookFindById(q: Queryable, id: number): Promise<StoredWebhook | undefined> {
@@ -57,11 +72,20 @@ export async function webhookFindById(q: Queryable, id: number): Promise<StoredW
   return rows[0] ? webhookFrom(rows[0]) : undefined;
 }
 
+/** A page of webhooks: those with an id above `after`, at most `limit` (every one when none). */
+export interface WebhookPage {
+  after?: number | undefined;
+  limit?: number | undefined;
+}
+
 /** The webhooks whose scope lies inside `scope` (every one, for null: the admin's), by id. */
-export async function webhookListByScope(q: Queryable, scope: Scope | null): Promise<StoredWebhook[]> {
-  if (!scope) return (await q.query(`SELECT ${COLUMNS} FROM webhooks w ORDER BY w.id`)).map(webhookFrom);
-  const inside = insideScope(scope, 1, "w");
-  return (await q.query(`SELECT ${COLUMNS} FROM webhooks w WHERE ${inside.sql} ORDER BY w.id`, inside.params)).map(webhookFrom);
+export async function webhookListByScope(q: Queryable, scope: Scope | null, { after = 0, limit }: WebhookPage = {}): Promise<StoredWebhook[]> {
+  const inside = scope ? insideScope(scope, 3, "w") : { sql: "true", params: [] };
+  const rows = await q.query(
+    `SELECT ${COLUMNS} FROM webhooks w WHERE w.id > $1 AND ${inside.sql} ORDER BY w.id LIMIT $2`,
+    [after, limit ?? null, ...inside.params],
+  );
+  return rows.map(webhookFrom);
 }
 
 export interface WebhookChange {

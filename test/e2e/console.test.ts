@@ -531,6 +531,32 @@ describe.skipIf(missing !== undefined)(`the console in Chromium${missing ? ` (sk
     await expect.poll(() => page.locator("#status").textContent()).toBe(`Deleted the webhook to ${url}.`);
   });
 
+  it("pages through a long list of webhooks", async () => {
+    const { page } = admin;
+    const customer = world.as(tokens.customer);
+    // 51 webhooks inside the customer key's scope (25 a scope at most): more than a page of 50.
+    const made: number[] = [];
+    for (const [token, n] of [[tokens.customer, 25], [tokens.domain, 25], [tokens.otherDomain, 1]] as const) {
+      for (let i = 0; i < n; i++) made.push((await world.as(token)("POST", "/webhooks", { url: `${world.receiver.url}/paged-${made.length}` })).body.id);
+    }
+    const all = (await customer("GET", "/webhooks")).body.map((w: { url: string }) => w.url);
+    try {
+      expect(all).toHaveLength(51);
+      // The view is read afresh when it is entered: leave it first (the test before ends on it).
+      const nav = page.getByRole("navigation", { name: "Console" });
+      await nav.getByRole("link", { name: "Keys" }).click();
+      await page.getByRole("heading", { name: "Keys", level: 1 }).waitFor();
+      await nav.getByRole("link", { name: "Webhooks" }).click();
+      const urls = page.locator("#webhooks tbody th[scope=row] a");
+      await expect.poll(() => urls.count()).toBe(50);
+      await page.getByRole("button", { name: "Show more webhooks" }).click();
+      await expect.poll(() => urls.allTextContents()).toEqual(all);
+      expect(await page.getByRole("button", { name: "Show more webhooks" }).isHidden()).toBe(true);
+    } finally {
+      for (const id of made) await customer("DELETE", `/webhooks/${id}`);
+    }
+  });
+
   it("shows a domain key only its own domain's keys", async () => {
     const { page } = await open("198.51.100.30");
     await signIn(page, tokens.domain);

@@ -68,6 +68,53 @@ describe("keyplane webhooks", () => {
     expect(await json(["deliveries", String(hook.id), "--state", "pending"])).toEqual([]);
   });
 
+  it("lists every webhook the key may see, page after page", async () => {
+    // 101 webhooks inside the customer key's scope, 25 a scope at most: more than one page of 100.
+    for (const hook of (await svc.admin.get("/admin/webhooks")).body as { id: number }[]) await svc.admin.delete(`/admin/webhooks/${hook.id}`);
+    const made: number[] = [];
+    const makers: [string, number][] = [[acme.keys.customer, 25], [acme.keys.domain, 25], [acme.keys.otherDomain, 25], [acme.keys.application, 25], [acme.keys.subscriber, 1]];
+    for (const [token, n] of makers) {
+      for (let i = 0; i < n; i++) {
+        const res = await svc.as(token).post("/webhooks", { url: `${receiver.url}/paged-${made.length}` });
+        expect(res.status).toBe(201);
+        made.push((res.body as { id: number }).id);
+      }
+    }
+    const listed = (await json(["list"])) as { id: number }[];
+    expect(listed.map((h) => h.id)).toEqual(made);
+    expect((await keyplane(["list"])).stdout.trim().split("\n")).toHaveLength(listed.length + 1);
+    for (const id of made) await svc.admin.delete(`/admin/webhooks/${id}`);
+  });
+
+  it("follows the server's Link rel=next to the last page, and never to another server", async () => {
+    const asked: string[] = [];
+    let link: (after: number) => string | undefined = (after) => (after < 3 ? `</webhooks?limit=100&after=${after}>; rel="next"` : undefined);
+    const pager = createServer((req, res) => {
+      asked.push(`${req.url} ${req.headers.authorization === `Bearer ${acme.keys.customer}`}`);
+      const after = Number(new URL(req.url!, "http://x").searchParams.get("after") ?? 0);
+      const next = link(after + 1);
+      res.writeHead(200, { "content-type": "application/json", ...(next && { link: next }) });
+      res.end(JSON.stringify([{ id: after + 1, url: `https://hooks.example/${after + 1}`, events: ["key.created"], description: null, active: true, createdAt: "2026-11-28T00:00:00Z" }]));
+    });
+    await new Promise<void>((resolve) => pager.listen(0, "127.0.0.1", resolve));
+    const pagerUrl = `http://127.0.0.1:${(pager.address() as AddressInfo).port}`;
+    try {
+      const listed = cliJson(await keyplane(["list", "-o", "json"], { KEYPLANE_URL: pagerUrl })) as { id: number }[];
+      expect(listed.map((h) => h.id)).toEqual([1, 2, 3]);
+      expect(asked).toEqual(["/webhooks?limit=100 true", "/webhooks?limit=100&after=1 true", "/webhooks?limit=100&after=2 true"]);
+
+      // A next page on another host would take the token there: refused, in one line.
+      link = () => "<//evil.example/webhooks?after=1>; rel=\"next\"";
+      asked.length = 0;
+      const run = await keyplane(["list"], { KEYPLANE_URL: pagerUrl });
+      expect(run.code).not.toBe(0);
+      expect(run.stderr.trim()).toMatch(/^keyplane: the server's next page is not on http:\/\/127\.0\.0\.1:\d+: \/\/evil\.example/);
+      expect(asked).toHaveLength(1);
+    } finally {
+      await new Promise((resolve) => pager.close(resolve));
+    }
+  });
+
   it("says what is wrong in one line, and exits non-zero", async () => {
     for (const [args, message] of [
       [["get"], /needs a webhook's numeric ID/],

@@ -15,6 +15,17 @@ const names: Record<string, string[]> = {
   "mixed.example": ["93.184.216.34", "192.168.7.7"],
   "mapped.example": ["::ffff:127.0.0.1"],
   "metadata.example": ["169.254.169.254"],
+  // Blocks the IANA special-purpose registries do not mark globally reachable, and IPv6 forms carrying such an IPv4 address.
+  "ietf.example": ["192.0.0.1"],
+  "bench.example": ["198.18.0.1"],
+  "class-e.example": ["240.0.0.1"],
+  "discard.example": ["100::1"],
+  "ietf6.example": ["2001:2::1"],
+  "translated.example": ["::ffff:0:a00:1"],
+  "nat64.example": ["64:ff9b::7f00:1"],
+  "local-nat64.example": ["64:ff9b:1::808:808"],
+  "sixtofour.example": ["2002:a00:1::1"],
+  "teredo.example": ["2001:0:808:808::80ff:fffe"],
 };
 /** The tests' DNS: their names, else the system's (localhost). */
 const resolver: Resolver = async (host) => names[host] ?? systemResolver(host);
@@ -62,6 +73,29 @@ describe("webhook addresses", () => {
     ["https://mixed.example/hook", "private"],
     ["https://mapped.example/hook", "loopback"],
     ["https://metadata.example/hook", "link-local"],
+    ["https://192.0.0.1/hook", "IETF protocol"],
+    ["https://198.18.0.1/hook", "benchmarking"],
+    ["https://198.19.255.254/hook", "benchmarking"],
+    ["https://240.0.0.1/hook", "reserved"],
+    ["https://[100::1]/hook", "discard-only"],
+    ["https://[2001:2::1]/hook", "benchmarking"],
+    ["https://[2001:db8::1]/hook", "documentation"],
+    ["https://[::ffff:0:a00:1]/hook", "private"],
+    ["https://[64:ff9b::7f00:1]/hook", "loopback"],
+    ["https://[64:ff9b:1::808:808]/hook", "local NAT64"],
+    ["https://[2002:a00:1::1]/hook", "private"],
+    ["https://[2002:7f00:1::]/hook", "loopback"],
+    ["https://[2001:0:808:808::80ff:fffe]/hook", "loopback"],
+    ["https://ietf.example/hook", "IETF protocol"],
+    ["https://bench.example/hook", "benchmarking"],
+    ["https://class-e.example/hook", "reserved"],
+    ["https://discard.example/hook", "discard-only"],
+    ["https://ietf6.example/hook", "benchmarking"],
+    ["https://translated.example/hook", "private"],
+    ["https://nat64.example/hook", "loopback"],
+    ["https://local-nat64.example/hook", "local NAT64"],
+    ["https://sixtofour.example/hook", "private"],
+    ["https://teredo.example/hook", "loopback"],
   ])("refuses %s (%s) when created and when changed to", async (url, why) => {
     const created = await svc.as(acme.keys.customer).post("/webhooks", { url });
     expect(created.status, JSON.stringify(created.body)).toBe(400);
@@ -73,8 +107,8 @@ describe("webhook addresses", () => {
     await svc.as(acme.keys.customer).delete(`/webhooks/${hook.id}`);
   });
 
-  it("takes a public address, and a name that does not resolve yet (each attempt resolves it again)", async () => {
-    for (const url of ["https://public.example/hook", "https://93.184.216.34/hook", "https://not-yet.invalid/hook"]) {
+  it("takes a public address, the globally reachable ones inside refused blocks, and a name that does not resolve yet (each attempt resolves it again)", async () => {
+    for (const url of ["https://public.example/hook", "https://93.184.216.34/hook", "https://not-yet.invalid/hook", "https://192.0.0.9/hook", "https://[2001:1::1]/hook", "https://[64:ff9b::808:808]/hook"]) {
       const res = await svc.as(acme.keys.customer).post("/webhooks", { url, events: ["key.leaked"] });
       expect(res.status, url).toBe(201);
       await svc.as(acme.keys.customer).delete(`/webhooks/${(res.body as { id: number }).id}`);
@@ -96,9 +130,10 @@ describe("webhook addresses", () => {
   it("refuses at the attempt every address form, without connecting; and connects to the address it checked", async () => {
     const client = httpWebhookClient({ allowHttp: true, allowPrivate: false, resolve: resolver });
     const port = receiver.port;
-    for (const host of ["127.0.0.1", "2130706433", "0x7f.1", "[::ffff:127.0.0.1]", "localhost", "mapped.example", "intranet.example"]) {
+    for (const host of ["127.0.0.1", "2130706433", "0x7f.1", "[::ffff:127.0.0.1]", "localhost", "mapped.example", "intranet.example",
+      "[2002:7f00:1::]", "[64:ff9b::7f00:1]", "teredo.example", "nat64.example", "198.18.0.1", "bench.example", "[100::1]", "discard.example"]) {
       const outcome = await client.send({ url: `http://${host}:${port}/hook`, headers: {}, body: "{}" });
-      expect(outcome, host).toMatchObject({ error: expect.stringMatching(/^refused: .*(loopback|private) address/) });
+      expect(outcome, host).toMatchObject({ error: expect.stringMatching(/^refused: .*(loopback|private|benchmarking|discard-only) address/) });
     }
     client.close();
     expect(receiver.received).toHaveLength(0);

@@ -7,7 +7,10 @@ import { createWebhook, deleteWebhook, editWebhook, toggleWebhook, webhookCall }
 import { eventsInWords } from "./webhook-words.js";
 
 // The webhooks view (docs/webhooks.md): the webhooks the signed-in key may manage (GET /webhooks: those
-// whose scope lies inside its own), and what can be done to each. A webhook's URL opens its deliveries.
+// whose scope lies inside its own), a page at a time (Link rel="next"), and what can be done to each. A
+// webhook's URL opens its deliveries.
+
+const PAGE = 50;
 
 /**
  * A webhook's state, as a badge.
@@ -64,19 +67,49 @@ export function webhookButtons(webhook, changed) {
 /**
  * @param {HTMLElement} view
  * @param {import("./keys.js").Session} session
+ * @param {number} [shown] how many webhooks to read at once: as many as were shown before a reload
  */
-export async function showWebhooks(view, session) {
+export async function showWebhooks(view, session, shown = PAGE) {
   const { me } = session;
   const heading = h("h1", { id: "webhooks-title" }, "Webhooks");
   const tbody = h("tbody");
+  const more = h("button", { type: "button", class: "more", hidden: true }, "Show more webhooks");
+  let next = /** @type {string | null} */ (null);
+  let count = 0;
   const reload = () => {
-    // Focus goes back to the control that was used, where it still is.
+    // Focus goes back to the control that was used, in the list as it is now, where it still is.
     const used = document.activeElement instanceof HTMLElement ? document.activeElement.dataset.focus : undefined;
-    void showWebhooks(view, session).then(() => {
+    void showWebhooks(view, session, Math.max(PAGE, count)).then(() => {
       const again = used && view.querySelector(`[data-focus="${used}"]`);
       if (again instanceof HTMLElement) again.focus();
     });
   };
+  /** @param {string} path */
+  const load = async (path) => {
+    const page = await webhookCall("GET", path);
+    next = page.next;
+    more.hidden = !next;
+    const rows = page.body.map((/** @type {any} */ webhook) => h("tr", {},
+      h("th", { scope: "row", class: "url" }, h("a", { href: `#/webhook/${webhook.id}` }, webhook.url)),
+      h("td", {}, webhook.description ?? h("span", { class: "muted" }, "none")),
+      h("td", {}, eventsInWords(webhook.events)),
+      h("td", {}, webhookScope(webhook, me)),
+      h("td", {}, webhookStatus(webhook)),
+      h("td", {}, when(webhook.createdAt)),
+      h("td", {}, h("div", { class: "row-actions" }, ...webhookButtons(webhook, reload)))));
+    tbody.append(...rows);
+    count += rows.length;
+    return rows;
+  };
+  more.addEventListener("click", async () => {
+    if (!next) return;
+    try {
+      const [first] = await load(next);
+      first?.querySelector("a")?.focus();
+    } catch (error) {
+      fail(error);
+    }
+  });
   const create = h("button", { type: "button", class: "primary", "data-focus": "create-webhook", onclick: async () => { if (await createWebhook(me)) reload(); } }, "Create webhook");
   const table = h("table", { id: "webhooks" },
     h("caption", {}, "Webhooks, oldest first. A webhook's URL opens its deliveries."),
@@ -88,19 +121,12 @@ export async function showWebhooks(view, session) {
     h("p", { class: "lede" }, "keyplane sends a signed message to a webhook's URL whenever a key inside its scope is created, changed, rotated, deleted, " +
       `nears its expiry or expires, is found leaked, or runs out of credits. These are the webhooks “${me.name}” may manage, in ${scopeOf(me)} and below.`),
     h("div", { class: "table-wrap", role: "region", "aria-labelledby": "webhooks-title", tabindex: 0 }, table),
+    more,
   );
   focusHeading(heading);
   try {
-    const { body } = await webhookCall("GET", "/webhooks");
-    tbody.append(...body.map((/** @type {any} */ webhook) => h("tr", {},
-      h("th", { scope: "row", class: "url" }, h("a", { href: `#/webhook/${webhook.id}` }, webhook.url)),
-      h("td", {}, webhook.description ?? h("span", { class: "muted" }, "none")),
-      h("td", {}, eventsInWords(webhook.events)),
-      h("td", {}, webhookScope(webhook, me)),
-      h("td", {}, webhookStatus(webhook)),
-      h("td", {}, when(webhook.createdAt)),
-      h("td", {}, h("div", { class: "row-actions" }, ...webhookButtons(webhook, reload))))));
-    if (!body.length) tbody.append(h("tr", {}, h("td", { colspan: 7 }, "No webhooks yet.")));
+    await load(`/webhooks?limit=${Math.min(1000, shown)}`);
+    if (!count) tbody.append(h("tr", {}, h("td", { colspan: 7 }, "No webhooks yet.")));
   } catch (error) {
     fail(error);
   }

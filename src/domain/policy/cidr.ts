@@ -38,6 +38,15 @@ export function parseCidr(text: string): Parsed<Cidr> {
   return { ok: true, value: ip.family === 4 ? cidr4(ip.value, prefix) : cidr6(ip.value, prefix) };
 }
 
+/** A block exactly as written, its family kept (::ffff:0:0/96 stays IPv6): for tables of address blocks. */
+export function parseBlock(text: string): Cidr | undefined {
+  const [address = "", prefix = ""] = text.split("/");
+  const ip = parseIp(address);
+  const bits = Number(prefix);
+  if (ip === undefined || !/^[0-9]{1,3}$/.test(prefix) || bits > (ip.family === 4 ? 32 : 128)) return undefined;
+  return ip.family === 4 ? cidr4(ip.value, bits) : cidr6(ip.value, bits);
+}
+
 export function cidrContains(cidr: Cidr, address: Address): boolean {
   if (cidr.family === 4) return address.family === 4 && (address.value & cidr.mask) >>> 0 === cidr.network;
   return address.family === 6 && (address.value & cidr.mask) === cidr.network;
