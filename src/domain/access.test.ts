@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { mayReach, type PathScopes } from "./access.ts";
-import { applicationScope, customerScope, domainScope, subscriberScope, type Scope } from "./scope.ts";
+import { pathTargets } from "./platform-path.ts";
+import { applicationScope, customerScope, domainScope, subscriberScope, type Scope, type ScopeRefs } from "./scope.ts";
 
 // Every caller level against every path family, from a table written from docs/api.md
 // ("Verification"), not from the code: Y may reach, N may not.
@@ -52,4 +53,49 @@ describe("mayReach: every caller level on every path family", () => {
     expect(mayReach(CALLERS[caller]!, named, method, atApplication)).toBe(expected);
   });
   it("covers every caller level and family", () => expect(cases).toHaveLength(6 * 9));
+});
+
+// The level rules on every spelling of a path (docs/api.md, "Verification"): a key of domain d1 asks
+// for paths naming d1 or d2 (both acme's), each reading named by pathTargets judged as verification
+// judges them (every reading must pass), over a directory that knows d1, d2, acme and `self`.
+describe("mayReach on every spelling of a path", () => {
+  const d2 = domainScope(1, 20);
+  const directory: Record<string, Scope> = { d1, d2, self: d1, acme };
+  const named = (refs: ScopeRefs): PathScopes | undefined => {
+    const ids = [refs.customer, refs.domain, refs.application, refs.subscriber].filter((id) => id !== undefined);
+    const scopes = ids.map((id) => directory[id]);
+    if (scopes.some((s) => s === undefined)) return undefined;
+    return { gate: scopes[0]!, target: scopes[scopes.length - 1]! };
+  };
+  const reaches = (path: string, method = "DELETE") => {
+    const targets = pathTargets(path);
+    return targets !== undefined && targets.every(({ refs, atApplication }) => {
+      if (Object.keys(refs).length === 0) return mayReach(d1, undefined, method, atApplication);
+      const scopes = named(refs);
+      return scopes !== undefined && mayReach(d1, scopes, method, atApplication);
+    });
+  };
+  it.each([
+    ["its own domain", "/domains/d1/trunks", true],
+    ["another domain", "/domains/d2/trunks", false],
+    ["another domain, a capital keyword", "/Domains/d2/trunks", false],
+    ["another domain, in capitals", "/DOMAINS/d2/trunks", false],
+    ["another domain, a dotless i", "/domaıns/d2/trunks", false],
+    ["another domain, an encoded capital İ", "/DOMA%C4%B0NS/d2/trunks", false],
+    ["another domain, a parameter on the keyword", "/domains;v=1/d2/trunks", false],
+    ["another domain, a parameter on the identifier", "/domains/d2;x/trunks", false],
+    ["another domain, capitals and a parameter", "/Domains;v=1/d2/trunks", false],
+    ["another domain, a dot-dot parameter", "/domains/d1/..;/d2/trunks", false],
+    ["another domain, a capital keyword after %2F", "/domains/d1/..%2F..%2FDomains%2Fd2/trunks", false],
+    ["another domain, a capital keyword after a dot-dot", "/x/../Domains/d2/trunks", false],
+    ["its customer, Tenants", "/Tenants/acme/domains/d1/trunks", false],
+    ["its customer, TENANTS", "/TENANTS/acme/x", false],
+    ["its customer, a parameter on the keyword", "/customers;x/acme/x", false],
+    ["its own domain, a capital keyword", "/Domains/d1/trunks", true],
+    ["its own domain, a parameter on the keyword", "/domains;v=1/d1/trunks", true],
+    ["its own domain, a parameter on the resource", "/domains/d1/trunks;v=1", true],
+    ["its own domain, a parameter on the identifier: no entity is named so", "/domains/d1;v=1/trunks", false],
+    ["self with a parameter", "/domains/self;v=1/trunks", false],
+    ["a path naming no scope, in capitals", "/TRUNKS/x", true],
+  ])("%s: %s", (_name, path, expected) => expect(reaches(path)).toBe(expected));
 });

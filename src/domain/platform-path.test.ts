@@ -71,6 +71,41 @@ describe("pathReadings: the readings of spellings upstreams differ on", () => {
   ])("refuses %s: %s", (_what, path) => expect(pathReadings(path)).toBeUndefined());
 });
 
+// The canonical form (scope keywords in any case, `tenants` as `customers`), and the readings of `;`
+// parameters: kept in their segment, or removed from every segment before dot segments go.
+describe("pathReadings: keywords in canonical form, parameters kept or removed", () => {
+  it.each([
+    ["tenants", "/tenants/acme/calls", [["customers", "acme", "calls"]]],
+    ["a capital keyword", "/Domains/d2/trunks", [["domains", "d2", "trunks"]]],
+    ["a keyword in capitals", "/DOMAINS/d2/trunks", [["domains", "d2", "trunks"]]],
+    ["Tenants", "/Tenants/acme/Domains/d1/Applications/ivr", [["customers", "acme", "domains", "d1", "applications", "ivr"]]],
+    ["a keyword read as one by Java and .NET (ı)", "/domaıns/d2/trunks", [["domains", "d2", "trunks"]]],
+    ["a keyword read as one by Java and .NET (ſ)", "/ſubſcribers/1212/calls", [["subscribers", "1212", "calls"]]],
+    ["a keyword read as one by Java (İ), encoded", "/DOMA%C4%B0NS/d2/trunks", [["domains", "d2", "trunks"]]],
+    ["an encoded capital", "/%44omains/d2/trunks", [["domains", "d2", "trunks"]]],
+    ["a keyword only where the grammar has one", "/customers/acme/Domains/d1/calls/Tenants/x", [["customers", "acme", "domains", "d1", "calls", "Tenants", "x"]]],
+    ["identifiers are left as they are", "/customers/Tenants/domains/D1/x", [["customers", "Tenants", "domains", "D1", "x"]]],
+    ["a keyword the grammar does not allow there", "/domains/d1/Customers/acme", [["domains", "d1", "Customers", "acme"]]],
+    ["a path naming no scope", "/Calls/Tenants/x", [["Calls", "Tenants", "x"]]],
+    ["a last keyword, without identifier", "/customers/acme/Domains", [["customers", "acme", "domains"]]],
+    ["after a dot-dot", "/x/../Domains/d2", [["domains", "d2"]]],
+    ["parameters on a keyword", "/domains;v=1/d2/trunks", [["domains;v=1", "d2", "trunks"], ["domains", "d2", "trunks"]]],
+    ["parameters on an identifier", "/domains/d2;x/trunks", [["domains", "d2;x", "trunks"], ["domains", "d2", "trunks"]]],
+    ["parameters and a capital", "/Domains;v=1/d2", [["Domains;v=1", "d2"], ["domains", "d2"]]],
+    ["an empty parameter", "/domains;/d2", [["domains;", "d2"], ["domains", "d2"]]],
+    ["an encoded parameter", "/domains%3Bv/d2", [["domains;v", "d2"], ["domains", "d2"]]],
+    ["a dot-dot with a parameter climbs once removed", "/domains/d1/..;x/d2/t", [["domains", "d1", "..;x", "d2", "t"], ["domains", "d2", "t"]]],
+    ["a segment of parameters only is empty once removed", "/domains/d1/;x/../../domains/d2", [["domains", "domains", "d2"], ["domains", "d2"]]],
+    [
+      "a parameter holding an encoded slash: removed before or after the separators are read",
+      "/domains/d1;%2F..%2F..%2Fdomains%2Fd2/t",
+      [["domains", "d1;/../../domains/d2", "t"], ["domains", "d2", "t"], ["domains", "d1", "t"]],
+    ],
+  ])("%s: %s", (_what, path, readings) => expect(pathReadings(path)).toEqual(readings));
+
+  it("refuses a climb that only removing a parameter makes", () => expect(pathReadings("/a/..;/..;/x")).toBeUndefined());
+});
+
 describe("platformTarget", () => {
   const target = (path: string) => platformTarget(pathReadings(path)![0]!);
   it.each([
@@ -98,7 +133,20 @@ describe("pathTargets: what each reading names, once", () => {
     ["/domains/d1/a%2Fb", [{ refs: { domain: "d1" }, atApplication: false }]],
     ["/domains//d2/trunks", [{ refs: {}, atApplication: false }, { refs: { domain: "d2" }, atApplication: false }]],
     ["/applications/ivr//", [{ refs: { application: "ivr" }, atApplication: false }, { refs: { application: "ivr" }, atApplication: true }]],
+    ["/Tenants/acme/DOMAINS/d1/x", [{ refs: { customer: "acme", domain: "d1" }, atApplication: false }]],
+    // Kept, the parameter makes the first segment no keyword: that reading names no scope.
+    ["/domains;v=1/d2/trunks", [{ refs: {}, atApplication: false }, { refs: { domain: "d2" }, atApplication: false }]],
+    ["/d1;x/domains/d2", [{ refs: {}, atApplication: false }]],
   ])("%s", (path, targets) => expect(pathTargets(path)).toEqual(targets));
+
+  // A segment that keeps a `;` names no entity: the reading that keeps it cannot be judged to reach anything.
+  it.each([
+    ["/domains/d2;x/trunks"],
+    ["/domains/self;x/trunks"],
+    ["/customers/acme/domains/d1;/x"],
+    ["/applications/ivr%3Bv=1"],
+    ["/Domains/d2;x"],
+  ])("refuses %s: its identifier keeps a parameter under one reading", (path) => expect(pathTargets(path)).toBeUndefined());
 
   it("refuses what pathReadings refuses", () => expect(pathTargets("/a/..%2F..")).toBeUndefined());
 });

@@ -132,7 +132,7 @@ export class PolicyChains {
 
   #compile(policy: Policy, scope: PolicyLevel, id: number): CompiledPolicy | undefined {
     if (this.#compiled.has(policy)) return this.#compiled.get(policy);
-    const parsed = compilePolicy(policy);
+    const parsed = compilePolicy(policy, { stored: true });
     // The API refuses such a policy (a 400): only a hand-written row can hold one. It binds nothing
     // rather than refusing every key below it, and says so.
     if (!parsed.ok) this.#log.error({ holder: `${scope}:${id}`, reason: parsed.reason }, "a stored policy is not valid; it is ignored");

@@ -9,7 +9,7 @@ import { createTenant, type Tenant } from "../support/world.ts";
 
 // Spellings of platform paths that upstreams read differently (docs/api.md, "Verification"): an
 // encoded slash or backslash kept inside its segment or read as a separator, a literal backslash,
-// empty segments merged, a second decoding. For every key level, through POST /verify and /auth (nginx,
+// empty segments merged, a second decoding, scope keywords in any case, `;` parameters kept or removed. For every key level, through POST /verify and /auth (nginx,
 // Traefik and Envoy conventions), over real HTTP, each spelled path must answer what the stricter of
 // its plain forms answers: the forms worked out here, independently of keyplane, under each reading,
 // then asked of keyplane without any of those characters. A double encoding is refused outright.
@@ -71,6 +71,36 @@ const CASES: [string, string][] = [
   [`/domains/${D1}/users/ops%40acme.example`, "GET"],
   [`/domains/sip%2Eacme%2Eexample/calls`, "GET"],
   [`/customers/%61cme/domains/${D1}/subscribers/${SUB}/calls%3Fday%3D1`, "GET"],
+  // Scope keywords in any case (an upstream that routes without regard to case), `tenants`.
+  [`/Domains/${D2}/trunks`, "DELETE"],
+  [`/DOMAINS/${D2}/trunks`, "DELETE"],
+  [`/Domains/${D1}/trunks`, "DELETE"],
+  [`/doma%C4%B1ns/${D2}/trunks`, "DELETE"],
+  [`/DOMA%C4%B0NS/${D2}/trunks`, "DELETE"],
+  [`/Tenants/acme/domains/${D1}/calls`, "GET"],
+  [`/TENANTS/globex/invoices`, "GET"],
+  [`/Customers/acme/Domains/${D2}/calls`, "GET"],
+  [`/Subscribers/${SUB}/voicemail`, "GET"],
+  ["/Applications/ivr", "PUT"],
+  ["/APPLICATIONS/ivr/", "GET"],
+  // `;` parameters, kept or removed (Tomcat, Spring), alone and with the spellings above.
+  [`/domains;v=1/${D2}/trunks`, "DELETE"],
+  [`/domains;v=1/${D1}/trunks`, "DELETE"],
+  [`/domains/${D2};x/trunks`, "GET"],
+  [`/domains/${D1};x/trunks`, "GET"],
+  [`/domains/${D1}/trunks;jsessionid=1`, "GET"],
+  [`/domains/${D1}/..;/${D2}/trunks`, "GET"],
+  [`/domains/${D1}/x/..;x/..;/${D2}/trunks`, "GET"],
+  [`/Domains;v=1/${D2}/trunks`, "GET"],
+  [`/tenants;x/acme/invoices`, "GET"],
+  [`/customers;x/globex/invoices`, "GET"],
+  ["/applications;v=1/ivr", "PUT"],
+  ["/applications/ivr;v=1", "GET"],
+  [`/domains/${D1}/..%3B/${D2}/trunks`, "GET"],
+  [`/domains/${D1};%2F..%2F..%2Fdomains%2F${D2}/trunks`, "GET"],
+  [`/domains/${D1}/..%2FDomains;x%2F..%2F..%2FDOMAINS%2F${D2}/trunks`, "GET"],
+  [`/x/../Domains/${D2}/trunks`, "GET"],
+  [`/x/..;/Domains/${D2}/trunks`, "GET"],
 ];
 
 /** RFC 3986 5.2.4 over segments; undefined for a climb above the root. */
@@ -90,11 +120,20 @@ function removeDots(segments: string[]): string[] | undefined {
 
 const merge = (segments: string[]) => segments.filter((s, i) => s !== "" || i === segments.length - 1);
 
+const KEYWORDS = ["CUSTOMERS", "TENANTS", "DOMAINS", "APPLICATIONS", "SUBSCRIBERS"];
+/** A scope keyword in any case (as Java and .NET compare, `ı` and `İ` are `I`) in lower case; the names here are none. */
+const lowerKeyword = (s: string) => {
+  const upper = s.toUpperCase().replace(/\u0130/g, "I");
+  return KEYWORDS.includes(upper) ? upper.toLowerCase() : s;
+};
+const withoutParameters = (s: string) => s.replace(/;.*/, "");
+
 /**
  * The plain paths `spelled` comes to under each reading: decoded once (and twice where an escape is
- * left); encoded slashes and backslashes kept in their segment, or read as separators; empty segments
- * merged before or after dot segments go. A segment still holding `/`, `\` or `%` names nothing (no
- * name may hold them): it becomes a word that names nothing either.
+ * left); encoded slashes and backslashes kept in their segment, or read as separators; `;` parameters
+ * kept, or removed before or after the separators are read; empty segments merged before or after dot
+ * segments go; scope keywords in lower case. A segment still holding `/`, `\`, `%` or `;` names
+ * nothing (no name may hold them): it becomes a word that names nothing either.
  */
 function plainForms(spelled: string): { forms: string[]; climbs: boolean; decodedTwice: boolean } {
   const once = spelled.split("/").slice(1).map(decodeURIComponent);
@@ -103,11 +142,13 @@ function plainForms(spelled: string): { forms: string[]; climbs: boolean; decode
   const forms = new Set<string>();
   let climbs = false;
   for (const decoded of decodings) {
-    for (const segments of [decoded, decoded.flatMap((s) => s.split(/[/\\]/))]) {
+    const split = (segments: string[]) => segments.flatMap((s) => s.split(/[/\\]/));
+    const stripped = decoded.map(withoutParameters);
+    for (const segments of [decoded, split(decoded), stripped, split(stripped), split(decoded).map(withoutParameters)]) {
       const dotsFirst = removeDots(segments);
       for (const normalised of [removeDots(merge(segments)), dotsFirst && merge(dotsFirst)]) {
         if (!normalised) climbs = true;
-        else forms.add("/" + normalised.map((s) => (/[/\\%]/.test(s) ? "no-such-entity" : s)).join("/"));
+        else forms.add("/" + normalised.map((s) => (/[/\\%;]/.test(s) ? "no-such-entity" : lowerKeyword(s))).join("/"));
       }
     }
   }
@@ -120,6 +161,8 @@ describe("plainForms, the reference the table is judged by", () => {
     expect(plainForms(`/domains//${D2}/x`).forms).toEqual([`/domains/${D2}/x`]);
     expect(plainForms("/a/..%2F..").climbs).toBe(true);
     expect(plainForms(`/d/%252E%252E/x`)).toEqual({ forms: ["/d/no-such-entity/x", "/x"], climbs: false, decodedTwice: true });
+    expect(plainForms(`/Domains;v=1/${D2}/x`).forms).toEqual([`/no-such-entity/${D2}/x`, `/domains/${D2}/x`]);
+    expect(plainForms(`/domains/${D1}/..;/${D2}/x`).forms).toEqual([`/domains/${D1}/no-such-entity/${D2}/x`, `/domains/${D2}/x`]);
   });
 });
 

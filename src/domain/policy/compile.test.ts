@@ -41,6 +41,15 @@ describe("compilePolicy", () => {
     expect(!compiled.ok && compiled.reason).toMatch(reason);
   });
 
+  // An older release took referrer patterns as one string; a policy stored then still binds its keys.
+  it("takes a stored policy whose referrer pattern today's rules refuse, that pattern matching nothing", () => {
+    const stored: Policy = { restrictions: { ips: ["203.0.113.0/24"], referrers: ["*://acme.example/*", "https://*.acme.example/*"] }, credits: { remaining: 5 } };
+    expect(compilePolicy(stored).ok).toBe(false);
+    const compiled = compilePolicy(stored, { stored: true });
+    expect(compiled.ok && compiled.value.restrictions?.referrers).toEqual([{ kind: "none" }, expect.objectContaining({ kind: "url", host: ["*", "acme", "example"] })]);
+    expect(compiled.ok && compiled.value.credits).toEqual({ remaining: 5 });
+  });
+
   it("keeps the restrictions, the limits and the credits it was given", () => {
     const compiled = compilePolicy(EXAMPLE);
     expect(compiled.ok && compiled.value).toMatchObject({

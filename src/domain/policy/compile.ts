@@ -12,10 +12,15 @@ export interface CompiledPolicy {
   credits?: Credits;
 }
 
-export function compilePolicy(policy: Policy): Parsed<CompiledPolicy> {
+/**
+ * `stored`: the policy was read from the database, where an older release may have written it under
+ * looser rules (restrictions.ts says what is then taken instead of refused); a policy being set is
+ * held to today's.
+ */
+export function compilePolicy(policy: Policy, { stored = false }: { stored?: boolean } = {}): Parsed<CompiledPolicy> {
   const compiled: CompiledPolicy = {};
   if (policy.restrictions !== undefined) {
-    const parsed = compileRestrictions(policy.restrictions);
+    const parsed = compileRestrictions(policy.restrictions, stored);
     if (!parsed.ok) return parsed;
     compiled.restrictions = parsed.value;
   }

@@ -60,6 +60,24 @@ describe("path patterns", () => {
   ])("%s: %s against %j", (_name, pattern, segments, expected) => expect(matches(pattern, segments)).toBe(expected));
 });
 
+describe("a pattern's scope keywords in canonical form", () => {
+  const literals = (pattern: string) => {
+    const parsed = parsePathGlob(pattern);
+    if (!parsed.ok) throw new Error(parsed.reason);
+    return parsed.value.map((g) => (g.kind === "literal" ? g.text : g.kind === "one" ? "*" : "**"));
+  };
+  it.each([
+    ["/tenants/acme/calls/**", ["customers", "acme", "calls", "**"]],
+    ["/Customers/*/Domains/*/CALLS", ["customers", "*", "domains", "*", "CALLS"]],
+    ["/DOMAINS/d1/Subscribers/*/x", ["domains", "d1", "subscribers", "*", "x"]],
+    ["/customers/Tenants/x", ["customers", "Tenants", "x"]],
+    ["/calls/Tenants/x", ["calls", "Tenants", "x"]],
+    ["/*/acme/Domains/x", ["*", "acme", "Domains", "x"]],
+    ["/**/Domains/x", ["**", "Domains", "x"]],
+    ["/Domains", ["domains"]],
+  ])("%s", (pattern, expected) => expect(literals(pattern)).toEqual(expected));
+});
+
 describe("malformed path patterns are refused with a reason", () => {
   it.each([
     ["empty", "", /start/],

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { pathReadings } from "../platform-path.ts";
 import type { RateLimit } from "./policy.ts";
 import { compileRateLimits, countsRequest } from "./ratelimits.ts";
 import { requestFacts, type RequestInput } from "./request-facts.ts";
@@ -33,6 +34,51 @@ describe("countsRequest", () => {
     expect(counts(rateLimit, input)).toBe(expected);
   });
 });
+
+// Every spelling an upstream may serve as the limit's path is counted (docs/api.md, "Verification"):
+// the scope keywords in any case and `tenants`, `;` parameters, and letter case anywhere in the path.
+describe("countsRequest on every spelling of a path", () => {
+  const calls = limit({ paths: ["/customers/*/calls/**"] });
+  it.each([
+    ["the plain path", "/customers/acme/calls/1", true],
+    ["tenants", "/tenants/acme/calls/1", true],
+    ["a capital keyword", "/Customers/acme/calls/1", true],
+    ["a keyword in capitals", "/CUSTOMERS/acme/calls/1", true],
+    ["a keyword with a long s (ſ)", "/cuſtomers/acme/calls/1", true],
+    ["Tenants", "/Tenants/acme/calls/1", true],
+    ["a capital resource", "/customers/acme/Calls/1", true],
+    ["a resource in capitals", "/customers/acme/CALLS/1", true],
+    ["parameters on the keyword", "/customers;a=b/acme/calls/1", true],
+    ["parameters on the identifier", "/customers/acme;v=1/calls/1", true],
+    ["parameters on the resource", "/customers/acme/calls;jsessionid=x/1", true],
+    ["an encoded parameter", "/customers/acme/calls%3Bx/1", true],
+    ["capitals, parameters and an encoded slash", "/Tenants;x/acme/CALLS%2F1", true],
+    ["a dot-dot parameter climbing into it", "/customers/acme/x/..;/calls/1", true],
+    ["another resource", "/customers/acme/keys/1", false],
+    ["another resource, in capitals", "/CUSTOMERS/acme/KEYS/1", false],
+  ])("%s: %s", (_name, path, expected) => {
+    const facts = requestFacts({ method: "POST", paths: pathReadings(path) });
+    expect(countsRequest(compiled(calls), facts)).toBe(expected);
+  });
+
+  it("takes a pattern's keywords in any case, and its resource in any case", () => {
+    const facts = requestFacts({ paths: pathReadings("/customers/acme/calls/1") });
+    expect(countsRequest(compiled(limit({ paths: ["/Tenants/*/CALLS/**"] })), facts)).toBe(true);
+  });
+
+  it("takes the characters case-insensitive routers read as ASCII letters for those letters", () => {
+    const invoices = compiled(limit({ paths: ["/customers/*/invoices/**", "/customers/*/keys/**"] }));
+    expect(countsRequest(invoices, requestFacts({ paths: pathReadings("/customers/acme/\u0131nvoices/1") }))).toBe(true);
+    expect(countsRequest(invoices, requestFacts({ paths: pathReadings("/customers/acme/%E2%84%AAeys") }))).toBe(true);
+    expect(countsRequest(invoices, requestFacts({ paths: pathReadings("/customers/acme/k\u00e9ys") }))).toBe(false);
+  });
+});
+
+function compiled(rateLimit: RateLimit) {
+  const parsed = compileRateLimits([rateLimit]);
+  if (!parsed.ok) throw new Error(`test input: ${parsed.reason}`);
+  return parsed.value[0]!;
+}
 
 describe("compileRateLimits", () => {
   it.each([

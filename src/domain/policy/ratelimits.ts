@@ -1,5 +1,5 @@
 import { compileEntries, compileMethods, integerProblem } from "./entries.ts";
-import { matchesAnyPath, parsePathGlob, type PathGlob } from "./glob-path.ts";
+import { foldedPathGlob, matchesAnyPath, parsePathGlob, type PathGlob } from "./glob-path.ts";
 import { RATELIMIT_LIMIT, RATELIMIT_NAME, RATELIMITS_MAX, WINDOW_SECONDS, type Parsed, type RateLimit } from "./policy.ts";
 import type { RequestFacts } from "./request-facts.ts";
 
@@ -11,6 +11,7 @@ export interface CompiledRateLimit {
   limit: number;
   windowSeconds: number;
   methods?: ReadonlySet<string>;
+  /** In ASCII lower case (glob-path.ts's foldedPathGlob): a limit ignores letter case. */
   paths?: readonly PathGlob[];
 }
 
@@ -34,7 +35,7 @@ export function compileRateLimits(limits: readonly RateLimit[]): Parsed<Compiled
     if (paths !== undefined) {
       const parsed = compileEntries(`ratelimits[${i}].paths`, paths, parsePathGlob);
       if (!parsed.ok) return parsed;
-      entry.paths = parsed.value;
+      entry.paths = parsed.value.map(foldedPathGlob);
     }
     compiled.push(entry);
   }
@@ -42,13 +43,14 @@ export function compileRateLimits(limits: readonly RateLimit[]): Parsed<Compiled
 }
 
 /**
- * Whether the limit counts the request: when any reading of its path matches, as an upstream may take
- * that one. A request that does not say what a filter asks (a /verify without `path`) is counted:
- * leaving a field out must not be a way around a limit.
+ * Whether the limit counts the request: when any reading of its path matches, ignoring ASCII letter
+ * case, as an upstream may take that one and route without regard to case. A request that does not say
+ * what a filter asks (a /verify without `path`) is counted: leaving a field out must not be a way
+ * around a limit.
  */
 export function countsRequest(limit: CompiledRateLimit, request: RequestFacts): boolean {
   const { methods, paths } = limit;
-  const { method, paths: readings } = request;
+  const { method, foldedPaths: readings } = request;
   if (methods && method !== undefined && !methods.has(method)) return false;
   if (paths && readings !== undefined && readings.length > 0 && !readings.some((reading) => matchesAnyPath(paths, reading))) return false;
   return true;

@@ -1,38 +1,126 @@
 import type { Parsed } from "./policy.ts";
 
-// Referrer patterns for a policy's `referrers` (docs/api.md, "Key policy"): a URL where `*` matches any
-// run of characters, the empty run included, and every other character only itself. The whole
-// referrer must match. No regular expression is built from the pattern: nothing in it can act as
-// regex syntax, and a match costs at most the referrer's length times the pattern's, whatever the
-// number of stars (a regex of several `.*` can backtrack for a long time).
+// Referrer patterns for a policy's `referrers` (docs/api.md, "Key policy"), matched part by part as the
+// WHATWG URL parser (a browser's) reads both the pattern and the referrer, never as one string, so that
+// no text in a query, fragment, path or user name can pass for the host:
+// - the scheme exactly, http or https;
+// - the host by labels, where a `*` label stands for one or more whole labels: `*.acme.example` is
+//   `a.acme.example` and `a.b.acme.example`, never `acme.example` nor `evilacme.example`;
+// - the port, the scheme's default when none is written;
+// - the path, where `*` matches any run of characters (the empty run included), without building a
+//   regular expression: a match costs at most the path's length times the pattern's.
+// The referrer's query and fragment take no part. A referrer with user information (`user@`), or that
+// is not an absolute http(s) URL, matches nothing; the pattern `*` alone matches every other referrer.
 
-/** The literal runs between the stars: one more than there are stars. */
-export interface ReferrerPattern {
-  readonly parts: readonly string[];
+export type ReferrerPattern =
+  | { readonly kind: "any" }
+  | { readonly kind: "url"; readonly scheme: string; readonly host: readonly string[]; readonly port: string; readonly path: readonly string[] }
+  /** A pattern stored under looser rules than these, which no longer compiles: it matches nothing. */
+  | { readonly kind: "none" };
+
+/** A referrer as its parts, read once per request. */
+export interface Referrer {
+  readonly scheme: string;
+  readonly host: readonly string[];
+  readonly port: string;
+  readonly path: string;
 }
 
-const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
+// eslint-disable-next-line no-control-regex -- refusing control characters is the point
+const UNSPEAKABLE = /[\s\x00-\x1f\x7f]/;
+const ABSOLUTE = /^https?:\/\//i;
+const URL_RULE = "must be a URL of http or https (https://*.acme.example/*), or * for any";
 
 export function parseReferrerPattern(text: string): Parsed<ReferrerPattern> {
-  // A Referer is always an absolute URL, so a pattern that could never match one is refused.
-  if (!(text.startsWith("*") || SCHEME.test(text))) return { ok: false, reason: "must be a URL (https://...), or start with *" };
-  // eslint-disable-next-line no-control-regex -- refusing control characters is the point
-  if (/[\s\x00-\x1f\x7f]/.test(text)) return { ok: false, reason: "must not contain spaces or control characters" };
-  return { ok: true, value: { parts: text.split("*") } };
+  if (text === "*") return { ok: true, value: { kind: "any" } };
+  if (!ABSOLUTE.test(text)) return { ok: false, reason: URL_RULE };
+  if (UNSPEAKABLE.test(text)) return { ok: false, reason: "must not contain spaces or control characters" };
+  if (userInfo(text)) return { ok: false, reason: "must not carry user information (user@): a referrer with it matches nothing" };
+  if (/[?#]/.test(text)) return { ok: false, reason: "must not carry a query or fragment: a referrer's are not matched" };
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return { ok: false, reason: `${URL_RULE}: its host or port cannot be read` };
+  }
+  const host = url.hostname.split(".");
+  if (host.some((label) => label.includes("*") && label !== "*")) {
+    return { ok: false, reason: "must use * in the host only as whole labels (https://*.acme.example/), each standing for one or more" };
+  }
+  return { ok: true, value: { kind: "url", scheme: url.protocol, host, port: url.port, path: url.pathname.split("*") } };
 }
 
-export function matchesReferrer(pattern: ReferrerPattern, referrer: string): boolean {
-  const { parts } = pattern;
+/**
+ * parseReferrerPattern for a policy already stored, perhaps under looser rules: what no longer
+ * compiles matches nothing, so the restriction refuses rather than the whole policy failing open.
+ */
+export function parseStoredReferrerPattern(text: string): Parsed<ReferrerPattern> {
+  const parsed = parseReferrerPattern(text);
+  return parsed.ok ? parsed : { ok: true, value: { kind: "none" } };
+}
+
+/** The referrer's parts; undefined for one that can match nothing (not absolute http(s), user information). */
+export function readReferrer(text: string): Referrer | undefined {
+  if (!ABSOLUTE.test(text) || UNSPEAKABLE.test(text) || userInfo(text)) return undefined;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return undefined;
+  }
+  if (url.username !== "" || url.password !== "") return undefined;
+  return { scheme: url.protocol, host: url.hostname.split("."), port: url.port, path: url.pathname };
+}
+
+/** Whether the authority (up to the first `/`, `\`, `?` or `#`, as the URL parser ends it) holds an `@`. */
+function userInfo(text: string): boolean {
+  const from = text.indexOf("//") + 2;
+  const end = text.slice(from).search(/[/\\?#]/);
+  return text.slice(from, end === -1 ? undefined : from + end).includes("@");
+}
+
+export function matchesReferrer(pattern: ReferrerPattern, referrer: Referrer): boolean {
+  if (pattern.kind !== "url") return pattern.kind === "any";
+  return pattern.scheme === referrer.scheme && pattern.port === referrer.port && hostMatches(pattern.host, referrer.host) && pathMatches(pattern.path, referrer.path);
+}
+
+/** Labels against labels, a `*` taking one or more whole, non-empty labels. */
+function hostMatches(pattern: readonly string[], host: readonly string[]): boolean {
+  // Wildcard matching with backtracking to the last star only: at most host x pattern steps.
+  let p = 0;
+  let h = 0;
+  let starAt = -1;
+  let starTook = 0;
+  while (h < host.length) {
+    const label = pattern[p];
+    if (label === "*" && host[h] !== "") {
+      starAt = p++;
+      starTook = ++h;
+    } else if (label !== undefined && label !== "*" && label === host[h]) {
+      p++;
+      h++;
+    } else if (starAt !== -1 && host[starTook] !== "") {
+      p = starAt + 1;
+      h = ++starTook;
+    } else {
+      return false;
+    }
+  }
+  return p === pattern.length;
+}
+
+/** The path against the literal runs between the pattern's stars: one more run than there are stars. */
+function pathMatches(parts: readonly string[], path: string): boolean {
   const first = parts[0]!;
-  if (parts.length === 1) return referrer === first;
+  if (parts.length === 1) return path === first;
   const last = parts[parts.length - 1]!;
-  const end = referrer.length - last.length;
-  if (end < first.length || !referrer.startsWith(first) || !referrer.endsWith(last)) return false;
+  const end = path.length - last.length;
+  if (end < first.length || !path.startsWith(first) || !path.endsWith(last)) return false;
   // Taking each middle part at its first place leaves the most room for the ones after it.
   let at = first.length;
   for (let i = 1; i < parts.length - 1; i++) {
     const part = parts[i]!;
-    const found = referrer.indexOf(part, at);
+    const found = path.indexOf(part, at);
     if (found === -1 || found + part.length > end) return false;
     at = found + part.length;
   }

@@ -1,4 +1,5 @@
 import { parseAddress, type Address } from "./cidr.ts";
+import { foldedReading } from "./glob-path.ts";
 
 // What a policy judges of one request (docs/api.md, "Key policy"), read once per request: its client
 // address, referrer, method and path. Each is undefined when the request did not give it or it cannot
@@ -17,6 +18,8 @@ export interface RequestFacts {
    * docs/api.md "Verification"); a path passes a rule only when each of its readings does.
    */
   paths: readonly PathReading[] | undefined;
+  /** The same readings in ASCII lower case, for rate limits (glob-path.ts); the same array when no letter is upper-case. */
+  foldedPaths: readonly PathReading[] | undefined;
 }
 
 export interface RequestInput {
@@ -27,10 +30,17 @@ export interface RequestInput {
 }
 
 export function requestFacts(input: RequestInput): RequestFacts {
+  const paths = input.paths !== undefined && input.paths.length > 0 ? input.paths : undefined;
   return {
     address: input.ip ? parseAddress(input.ip) : undefined,
     referrer: input.referrer || undefined,
     method: input.method || undefined,
-    paths: input.paths !== undefined && input.paths.length > 0 ? input.paths : undefined,
+    paths,
+    foldedPaths: paths && foldedReadings(paths),
   };
+}
+
+function foldedReadings(paths: readonly PathReading[]): readonly PathReading[] {
+  const folded = paths.map(foldedReading);
+  return folded.every((reading, i) => reading === paths[i]) ? paths : folded;
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { pathReadings } from "../platform-path.ts";
 import type { Restrictions } from "./policy.ts";
 import { requestFacts, type RequestInput } from "./request-facts.ts";
 import { compileRestrictions, restrictionRefusal } from "./restrictions.ts";
@@ -56,6 +57,31 @@ describe("restrictionRefusal", () => {
   });
 });
 
+// A restriction passes a path only under every reading of it (docs/api.md, "Verification"): the
+// canonical form reads the scope keywords in any case, and nothing else; a kept `;` parameter is part
+// of its segment.
+describe("restrictionRefusal on every spelling of a path", () => {
+  const CALLS: Restrictions = { paths: ["/customers/acme/calls/**"] };
+  it.each([
+    ["the plain path", CALLS, "/customers/acme/calls/1", undefined],
+    ["tenants", CALLS, "/tenants/acme/calls/1", undefined],
+    ["a capital keyword", CALLS, "/Customers/acme/calls/1", undefined],
+    ["a keyword in capitals", CALLS, "/TENANTS/acme/calls/1", undefined],
+    ["a pattern's keyword in any case", { paths: ["/Tenants/acme/calls/**"] }, "/customers/acme/calls/1", undefined],
+    ["a capital resource is another resource", CALLS, "/customers/acme/Calls/1", "path"],
+    ["an identifier in another case is another text", CALLS, "/customers/ACME/calls/1", "path"],
+    ["a parameter on the keyword", CALLS, "/customers;a=b/acme/calls/1", "path"],
+    ["a parameter on the identifier", CALLS, "/customers/acme;a=b/calls/1", "path"],
+    ["a parameter on the resource", CALLS, "/customers/acme/calls;a=b/1", "path"],
+    ["a parameter below the pattern's **", CALLS, "/customers/acme/calls/1;a=b", undefined],
+    ["a dot-dot parameter climbing out", CALLS, "/customers/acme/calls/..;/keys", "path"],
+    ["an encoded parameter climbing out", CALLS, "/customers/acme/calls/..%3B/keys", "path"],
+    ["a parameter that stars allow", { paths: ["/*/*/calls/**"] }, "/customers;a=b/acme;c/calls/1", undefined],
+  ] satisfies [string, Restrictions, string, string | undefined][])("%s: %s", (_name, restrictions, path, expected) => {
+    expect(refusal(restrictions, { paths: pathReadings(path) })).toBe(expected);
+  });
+});
+
 describe("compileRestrictions", () => {
   it.each([
     ["a bad CIDR, by its index", { ips: ["203.0.113.0/24", "203.0.113.0/33"] }, /^restrictions\.ips\[1\]: .*0 to 32/],
@@ -64,6 +90,7 @@ describe("compileRestrictions", () => {
     ["a list of 101", { ips: Array<string>(101).fill("203.0.113.1") }, /^restrictions\.ips: must have 1 to 100 entries/],
     ["a lower-case method", { methods: ["GET", "get"] }, /^restrictions\.methods\[1\]: .*upper-case/],
     ["a referrer without scheme", { referrers: ["acme.example"] }, /^restrictions\.referrers\[0\]: must be a URL/],
+    ["a referrer whose star is part of a label", { referrers: ["https://acme.example/", "https://*acme.example/*"] }, /^restrictions\.referrers\[1\]: must use \* in the host only as whole labels/],
     ["a path with a star inside a segment", { paths: ["/calls*"] }, /^restrictions\.paths\[0\]: /],
   ] satisfies [string, Restrictions, RegExp][])("refuses %s", (_name, restrictions, reason) => {
     const compiled = compileRestrictions(restrictions);
@@ -78,6 +105,6 @@ describe("restrictionRefusal on facts built by hand", () => {
   it("refuses a path restriction when the facts hold no reading of the path", () => {
     const compiled = compileRestrictions({ paths: ["/**"] });
     if (!compiled.ok) throw new Error(compiled.reason);
-    expect(restrictionRefusal(compiled.value, { address: undefined, referrer: undefined, method: "GET", paths: [] })).toBe("path");
+    expect(restrictionRefusal(compiled.value, { address: undefined, referrer: undefined, method: "GET", paths: [], foldedPaths: [] })).toBe("path");
   });
 });

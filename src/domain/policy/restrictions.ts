@@ -2,7 +2,7 @@ import { cidrContains, parseCidr, type Cidr } from "./cidr.ts";
 import { compileEntries, compileMethods } from "./entries.ts";
 import { matchesAnyPath, parsePathGlob, type PathGlob } from "./glob-path.ts";
 import type { Parsed, Restrictions } from "./policy.ts";
-import { matchesReferrer, parseReferrerPattern, type ReferrerPattern } from "./referrer.ts";
+import { matchesReferrer, parseReferrerPattern, parseStoredReferrerPattern, readReferrer, type ReferrerPattern } from "./referrer.ts";
 import type { RequestFacts } from "./request-facts.ts";
 
 // A policy's restrictions (docs/api.md, "Key policy"): a request passes when it matches every kind
@@ -18,8 +18,12 @@ export interface CompiledRestrictions {
   paths?: readonly PathGlob[];
 }
 
-/** Every entry parsed once; a reason names the first bad one (`restrictions.ips[2]: ...`). */
-export function compileRestrictions(restrictions: Restrictions): Parsed<CompiledRestrictions> {
+/**
+ * Every entry parsed once; a reason names the first bad one (`restrictions.ips[2]: ...`). A policy
+ * already stored (`stored`) may hold referrer patterns of looser rules than today's: each matches
+ * nothing (referrer.ts), rather than the policy failing to compile and binding nothing at all.
+ */
+export function compileRestrictions(restrictions: Restrictions, stored = false): Parsed<CompiledRestrictions> {
   const compiled: CompiledRestrictions = {};
   const { ips, referrers, methods, paths } = restrictions;
   if (ips !== undefined) {
@@ -28,7 +32,7 @@ export function compileRestrictions(restrictions: Restrictions): Parsed<Compiled
     compiled.ips = parsed.value;
   }
   if (referrers !== undefined) {
-    const parsed = compileEntries("restrictions.referrers", referrers, parseReferrerPattern);
+    const parsed = compileEntries("restrictions.referrers", referrers, stored ? parseStoredReferrerPattern : parseReferrerPattern);
     if (!parsed.ok) return parsed;
     compiled.referrers = parsed.value;
   }
@@ -50,8 +54,13 @@ export function restrictionRefusal(restrictions: CompiledRestrictions, request: 
   const { ips, referrers, methods, paths } = restrictions;
   const { address, referrer, method, paths: readings } = request;
   if (ips && !(address && ips.some((cidr) => cidrContains(cidr, address)))) return "ip";
-  if (referrers && !(referrer !== undefined && referrers.some((pattern) => matchesReferrer(pattern, referrer)))) return "referrer";
+  if (referrers && !referrerMatches(referrers, referrer)) return "referrer";
   if (methods && !(method !== undefined && methods.has(method))) return "method";
   if (paths && !(readings && readings.length > 0 && readings.every((reading) => matchesAnyPath(paths, reading)))) return "path";
   return undefined;
+}
+
+function referrerMatches(patterns: readonly ReferrerPattern[], text: string | undefined): boolean {
+  const referrer = text === undefined ? undefined : readReferrer(text);
+  return referrer !== undefined && patterns.some((pattern) => matchesReferrer(pattern, referrer));
 }
