@@ -46,9 +46,13 @@ const NO_TOKEN = [BEARER_CHALLENGE, "An Authorization: Bearer <API key> header i
 const FORBIDDEN = [`${BEARER_CHALLENGE}, error="insufficient_scope"`, "This key may not reach this path with this method."] as const;
 const INVALID = [`${BEARER_CHALLENGE}, error="invalid_token"`, "The key is malformed, unknown, disabled or expired."] as const;
 
-/** The 400 of a request without the gateway's path header: a gateway that is not the one configured, or a client that bypassed it. */
+/**
+ * The 400 of a request without the gateway's path header, or with two: a gateway other than the one
+ * configured, or a client that went around it. Envoy's mode reads no header, and never answers it.
+ */
 function missingHeaderMessage(gateway: AuthGateway): string {
-  return gateway === "envoy" ? "" : `The ${GATEWAY_HEADERS[gateway].uri} header is required (KEYPLANE_AUTH_GATEWAY=${gateway}); the headers of other gateways are ignored.`;
+  if (gateway === "envoy") return "";
+  return `Exactly one ${GATEWAY_HEADERS[gateway].uri} header is required (KEYPLANE_AUTH_GATEWAY=${gateway}); other gateways' headers are ignored.`;
 }
 
 const RATE_LIMITED = "A rate limit of this key's policies is reached; try again when its window ends.";
