@@ -112,4 +112,17 @@ describe("loadConfig", () => {
       expect(() => loadConfig({ KEYPLANE_EXPIRY_NOTICES: "7" })).toThrow(/KEYPLANE_EXPIRY_NOTICES: "7" is not a duration/);
     });
   });
+
+  describe("KEYPLANE_AUTH_GATEWAY", () => {
+    it("is nginx unless set, and one of nginx, traefik or envoy", () => {
+      expect(loadConfig({ HOME: "/nonexistent" }).authGateway).toBe("nginx");
+      for (const gateway of ["nginx", "traefik", "envoy"]) expect(loadConfig({ HOME: "/nonexistent", KEYPLANE_AUTH_GATEWAY: gateway }).authGateway).toBe(gateway);
+    });
+
+    it("refuses anything else, saying what it takes", () => {
+      for (const bad of ["", "haproxy", "NGINX", "nginx,traefik"]) {
+        expect(() => loadConfig({ HOME: "/nonexistent", KEYPLANE_AUTH_GATEWAY: bad }), bad).toThrow(/KEYPLANE_AUTH_GATEWAY.*nginx, traefik, envoy/);
+      }
+    });
+  });
 });

@@ -9,6 +9,7 @@ import { LEAK_POLICIES, type LeakPolicy } from "./domain/policy/policy.ts";
 import { DEFAULT_EXPIRY_NOTICES, parseExpiryNotices } from "./domain/expiry-notices.ts";
 import { parseMasterKey } from "./domain/seal.ts";
 import { parseTrustedProxies, type TrustedProxies } from "./http/client-address.ts";
+import { AUTH_GATEWAYS, type AuthGateway } from "./http/auth-gateway.ts";
 import { GITHUB_KEYS_URL } from "./services/github-keys.ts";
 
 // Every setting keyplane reads from the environment is read and checked here, and only here
@@ -35,6 +36,8 @@ const env = z.object({
     }
   }),
   KEYPLANE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  // Whose headers /auth reads the original request from (docs/gateways.md): one gateway's, never another's.
+  KEYPLANE_AUTH_GATEWAY: z.enum(AUTH_GATEWAYS, { error: `KEYPLANE_AUTH_GATEWAY must be one of ${AUTH_GATEWAYS.join(", ")}` }).default("nginx"),
   // Up to a billion, more than a process answers in a minute: in effect no throttling, for a keyplane
   // whose callers limit their own rates. The throttle's memory follows the failures, not the limit.
   KEYPLANE_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000_000).default(60),
@@ -96,6 +99,8 @@ export interface Config {
   trustedProxies: TrustedProxies;
   /** Failed authentications a client may make in a sliding minute before it is throttled. */
   authFailuresPerMinute: number;
+  /** The gateway whose headers /auth reads (KEYPLANE_AUTH_GATEWAY). */
+  authGateway: AuthGateway;
   /** Where GET /metrics is served (on HOST); undefined: no metrics (KEYPLANE_METRICS_PORT). */
   metricsPort: number | undefined;
   operator: OperatorConfig;
@@ -125,6 +130,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     staleMs: e.KEYPLANE_STALE_SECONDS * 1000,
     trustedProxies: e.KEYPLANE_TRUSTED_PROXIES,
     authFailuresPerMinute: e.KEYPLANE_AUTH_FAILURES_PER_MINUTE,
+    authGateway: e.KEYPLANE_AUTH_GATEWAY,
     metricsPort: e.KEYPLANE_METRICS_PORT,
     operator: {
       mode: e.KEYPLANE_OPERATOR,

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { Config, Secrets } from "./config.ts";
 import { createSealer } from "./domain/seal.ts";
 import { createApp } from "./http/app.ts";
+import type { AuthGateway } from "./http/auth-gateway.ts";
 import { AuthHandler } from "./http/auth-routes.ts";
 import { parseTrustedProxies, type TrustedProxies } from "./http/client-address.ts";
 import { withSelfFastPath } from "./http/self-fast-path.ts";
@@ -63,6 +64,8 @@ export interface KeyplaneOptions {
   pathScopes?: PathScopeCacheOptions;
   /** Whose X-Forwarded-For names the client (default none). */
   trustedProxies?: TrustedProxies;
+  /** The gateway whose headers /auth reads (default nginx). */
+  authGateway?: AuthGateway;
   /** Keep Prometheus metrics (docs/operations.md): on when something serves them. */
   metrics?: boolean;
   /** Leases of rate limits and credits (docs/adr/0013): how long unspent credits stay unused before they go back (1 s). */
@@ -131,7 +134,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   const expiryNotices = new ExpiryNotices({ db, clock, log }, w.expiryNotices ?? parseExpiryNotices(DEFAULT_EXPIRY_NOTICES));
   const unlisten = await invalidateCachesOnChanges(ctx);
   const trustedProxies = options.trustedProxies ?? parseTrustedProxies("");
-  const auth = new AuthHandler(ctx, trustedProxies);
+  const auth = new AuthHandler(ctx, trustedProxies, options.authGateway ?? "nginx");
   const runtime = { header: options.runtimeHeader, timeoutMs: options.invokeTimeoutMs ?? INVOKE_TIMEOUT_MS };
   const express = createApp(ctx, { adminToken: options.secrets.adminToken, runtime, version: VERSION, trustedProxies, auth });
   const app = auth.inFrontOf(withVerifyFastPath(ctx, trustedProxies, withSelfFastPath(ctx, trustedProxies, express)));

@@ -29,12 +29,12 @@ export async function serve(config: Config): Promise<void> {
   // On PostgreSQL, webhooks go out from a worker thread with a pool of its own (src/webhook-worker.ts).
   const worker = config.databaseUrl ? { connectionString: config.databaseUrl, timeoutMs: config.databaseTimeoutMs, logLevel: config.logLevel } : undefined;
   const keyplane = await createKeyplane({ db, secrets, runtimeHeader: config.runtimeHeader, log, keyCache: { staleMs: config.staleMs },
-    throttle: { failuresPerMinute: config.authFailuresPerMinute }, trustedProxies: config.trustedProxies, metrics: config.metricsPort !== undefined,
+    throttle: { failuresPerMinute: config.authFailuresPerMinute }, trustedProxies: config.trustedProxies, authGateway: config.authGateway, metrics: config.metricsPort !== undefined,
     leaks: config.leaks, webhooks: { ...config.webhooks, worker } });
   const http = await listen(keyplane.app, config.port, config.host);
   const metrics = keyplane.metrics && config.metricsPort !== undefined ? await listen(metricsHandler(keyplane.metrics), config.metricsPort, config.host) : undefined;
   const operator = await startOperator(config.operator, keyplane.ctx, log);
-  log.info({ url: http.url, metrics: metrics?.url, database: db.kind, operator: operator ? "on" : "off" }, "keyplane serving");
+  log.info({ url: http.url, metrics: metrics?.url, database: db.kind, operator: operator ? "on" : "off", authGateway: config.authGateway }, "keyplane serving");
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -12,34 +12,12 @@ import type { PolicyReport } from "../services/policy-check.ts";
 import { answerError, BEARER_CHALLENGE, errorBody, sendUnauthorized } from "./errors.ts";
 import { echoRequestId, logWhenAnswered, REQUEST_ID, requestId, type Answering } from "./request-log.ts";
 import { METHODS, route, type Method, type Route } from "./route.ts";
+import { AUTH, GATEWAY_HEADERS, originalRequestReader, type AuthGateway, type OriginalRequestReader } from "./auth-gateway.ts";
 
 // /auth: forward authentication for gateways (docs/gateways.md). Any method on /auth and /auth/...;
-// the original request's method and path come from the gateway's headers (nginx, then Traefik), else
-// from this request itself (Envoy, which sends the original path after the /auth prefix). It is
-// answered here, before express, as GET /keys/self is: a gateway asks it for every request it passes.
-const AUTH = /^\/auth(?=[/?]|$)/;
-
-export interface OriginalRequest {
-  method: string;
-  /** Without its query. */
-  path: string;
-}
-
-/** The request a gateway asks about, from its headers or, failing them, from the request's own line. */
-export function originalRequest(req: Pick<IncomingMessage, "method" | "url" | "headers">): OriginalRequest {
-  const h = (name: string) => {
-    const value = req.headers[name];
-    return Array.isArray(value) ? value[0] : value;
-  };
-  const own = req.method ?? "GET";
-  const [method, uri] =
-    h("x-original-uri") !== undefined ? [h("x-original-method") ?? own, h("x-original-uri")!]
-    : h("x-forwarded-uri") !== undefined ? [h("x-forwarded-method") ?? own, h("x-forwarded-uri")!]
-    : [own, (req.url ?? "").replace(AUTH, "") || "/"];
-  const query = uri.indexOf("?");
-  const path = query === -1 ? uri : uri.slice(0, query);
-  return { method: method.toUpperCase(), path: path === "" ? "/" : path };
-}
+// the original request's method and path come from the one gateway KEYPLANE_AUTH_GATEWAY names
+// (auth-gateway.ts). It is answered here, before express, as GET /keys/self is: a gateway asks it for
+// every request it passes.
 
 /** A name as a header value: printable ASCII as it is; other characters, and `%`, percent-encoded as UTF-8. */
 export function headerText(name: string): string {
@@ -67,6 +45,15 @@ export function identityHeaders(key: StoredKey): Record<string, string> {
 const NO_TOKEN = [BEARER_CHALLENGE, "An Authorization: Bearer <API key> header is required."] as const;
 const FORBIDDEN = [`${BEARER_CHALLENGE}, error="insufficient_scope"`, "This key may not reach this path with this method."] as const;
 const INVALID = [`${BEARER_CHALLENGE}, error="invalid_token"`, "The key is malformed, unknown, disabled or expired."] as const;
+
+/**
+ * The 400 of a request without the gateway's path header, or with two: a gateway other than the one
+ * configured, or a client that went around it. Envoy's mode reads no header, and never answers it.
+ */
+function missingHeaderMessage(gateway: AuthGateway): string {
+  if (gateway === "envoy") return "";
+  return `Exactly one ${GATEWAY_HEADERS[gateway].uri} header is required (KEYPLANE_AUTH_GATEWAY=${gateway}); other gateways' headers are ignored.`;
+}
 
 const RATE_LIMITED = "A rate limit of this key's policies is reached; try again when its window ends.";
 const USAGE_EXCEEDED = "This key's credits are used up.";
@@ -98,25 +85,31 @@ function sendRefusal(res: ServerResponse, code: ErrorCode, message: string, head
 export class AuthHandler {
   readonly #ctx: Context;
   readonly #trusted: TrustedProxies;
+  readonly #original: OriginalRequestReader;
+  readonly #missingHeader: string;
   // Each cached key's headers, worked out once, as writeHead takes them (names and values in one
   // list): the verification cache hands out the same object until the key changes, and a changed key
   // is a new object.
   readonly #identities = new WeakMap<StoredKey, string[]>();
 
-  constructor(ctx: Context, trusted: TrustedProxies) {
+  constructor(ctx: Context, trusted: TrustedProxies, gateway: AuthGateway) {
     this.#ctx = ctx;
     this.#trusted = trusted;
+    this.#original = originalRequestReader(gateway);
+    this.#missingHeader = missingHeaderMessage(gateway);
   }
 
   /**
-   * Answers /auth: 200 with the identity headers, 401, 403, 429 or 503, at once when the caches know
+   * Answers /auth: 200 with the identity headers, 400, 401, 403, 429 or 503, at once when the caches know
    * the verdict and this process holds what the key's limits and credits need; the request log learns
    * the key.
    */
   answer(req: IncomingMessage, res: ServerResponse, reqId: string, answering?: Answering): Maybe<void> {
     const token = bearerToken(req.headers.authorization);
     if (token === undefined) return sendUnauthorized(res, ...NO_TOKEN, reqId);
-    const { method, path } = originalRequest(req);
+    const original = this.#original(req);
+    if (original === undefined) return sendRefusal(res, "bad_request", this.#missingHeader, [], reqId);
+    const { method, path } = original;
     const client = clientAddress(req, this.#trusted);
     const referrer = req.headers.referer;
     // The client whose address a policy's `ips` judge is the one throttling counts (docs/gateways.md, "Client address").
@@ -165,14 +158,15 @@ const IDENTITY = ["X-Keyplane-Key-Id", "X-Keyplane-Key-Type", "X-Keyplane-Level"
 export function authRoutes(handler: AuthHandler): Route[] {
   const described = (method: Method, path: string, operationId: string) =>
     route({
-      method, path, operationId, tag: "verification", auth: "none", refusals: ["unauthorized", "forbidden", "rate_limited", "usage_exceeded", "unavailable"],
+      method, path, operationId, tag: "verification", auth: "none", refusals: ["bad_request", "unauthorized", "forbidden", "rate_limited", "usage_exceeded", "unavailable"],
       summary: "Forward authentication for gateways (nginx auth_request, Traefik forwardAuth, Envoy ext_authz): any method, those OpenAPI cannot name too",
       ok: {
         status: 200,
         description:
-          "The key may reach the original path with the original method (from X-Original-Method and X-Original-URI, else " +
-          "X-Forwarded-Method and X-Forwarded-Uri, else this request's own method and its path after /auth; the query is " +
-          "ignored). Empty body; the identity headers for the upstream, and, where the key has them, X-Keyplane-Domain-Id, " +
+          "The key may reach the original path with the original method, read from one gateway's headers as " +
+          "KEYPLANE_AUTH_GATEWAY says (nginx, the default: X-Original-Method and X-Original-URI; traefik: X-Forwarded-Method and " +
+          "X-Forwarded-Uri; envoy: this request's own method and its path after /auth), never another's; the query is ignored. " +
+          "In nginx and traefik mode a request without its gateway's path header is 400 `bad_request`. Empty body; the identity headers for the upstream, and, where the key has them, X-Keyplane-Domain-Id, " +
           "X-Keyplane-Domain, X-Keyplane-Application-Id, X-Keyplane-Subscriber-Id, X-Keyplane-User-Id. A 401 says " +
           'error="invalid_token" or error="insufficient_scope" in WWW-Authenticate. For a key with rate limits, the 200 ' +
           'and a limit\'s 429 carry the IETF RateLimit fields of the limit with the least remaining (`RateLimit-Policy: "calls";q=100;w=1`, ' +

@@ -88,8 +88,27 @@ export function keysRoutes(ctx: Context): Route[] {
   });
   // The literal self paths come before /keys/{keyId}/..., which would serve them too (keyRef reads
   // `self` as the calling key) but by a look-up: GET /keys/self answers from the principal itself.
-  const canonical = [self, rotateSelfRoute(ctx), ...BASES.flatMap(({ path, tag }) => keyRoutes(ctx, path, tag))];
+  const bases = BASES.flatMap(({ path, tag }) => keyRoutes(ctx, path, tag));
+  const canonical = [self, ...selfChanges(bases), rotateSelfRoute(ctx), ...bases];
   // Every spelling is served; the document describes the canonical one and refers the others to it.
   const spelled = canonical.flatMap(aliases);
   return [...spelled, ...scopePolicyRoutes(ctx).flatMap(aliases), eventsRoute(ctx)];
+}
+
+/**
+ * PUT and DELETE on the literal /keys/self: what /keys/{keyId} answers for `self`, by the same
+ * handlers, declared on the literal path too so that /openapi.json lists them and a 405 there names
+ * every method that works (Allow: GET, PUT, DELETE).
+ */
+function selfChanges(routes: Route[]): Route[] {
+  return routes.filter((r) => r.path === "/keys/:keyId" && (r.method === "put" || r.method === "delete")).map((r) => ({
+    ...r,
+    path: "/keys/self",
+    operationId: `${r.method === "put" ? "update" : "delete"}SelfKey`,
+    summary: `${r.summary} (the calling key)`,
+    handle: (req, res, input) => {
+      req.params.keyId = "self";
+      return r.handle(req, res, input);
+    },
+  }));
 }

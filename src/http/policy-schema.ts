@@ -4,11 +4,13 @@ import {
   CREDITS_REMAINING, LEAK_POLICIES, LIST_ENTRIES, METHOD, RATELIMIT_LIMIT, RATELIMIT_NAME, RATELIMITS_MAX, REFILL_AMOUNT, REFILL_DAY, WINDOW_SECONDS,
   type Policy,
 } from "../domain/policy/policy.ts";
+import { IP_ENTRY, PATH_ENTRY, REFERRER_ENTRY } from "../domain/policy/entry-patterns.ts";
 import { TEXT, TEXT_RULE } from "../domain/text.ts";
 
 // A policy (docs/api.md, "Key policy"), as requests give it and answers show it. The schema states
-// what a schema can (types, bounds, patterns, no unknown field), so that /openapi.json says it; the
-// rest (addresses, CIDRs, path patterns, names unique within the policy) is the domain's
+// what a schema can (types, bounds, patterns, no unknown field), so that /openapi.json says it: the
+// entries of `ips`, `referrers` and `paths` by the domain's patterns of them (entry-patterns.ts, held
+// to the parsers by its test). The rest (names unique within the policy) is the domain's
 // compilePolicy, run as the refinement, so every rule it knows is a 400 with its reason.
 
 /** How long one entry of a list may be, in characters: room for a long URL, and a bound for the store. */
@@ -25,11 +27,15 @@ const entries = (entry: z.ZodString, description: string) =>
 const text = z.string().regex(TEXT, TEXT_RULE).max(ENTRY_MAX, `must be at most ${ENTRY_MAX} characters`);
 const method = z.string().regex(METHOD, "must be an upper-case HTTP method (GET, POST, ...)");
 const methods = entries(method, "Upper-case HTTP methods.");
-const paths = entries(text, "Platform paths where `*` matches one segment and `**` any number of segments (`/customers/*/calls/**`).");
+const path = text.regex(PATH_ENTRY, "must be a path starting with /, with * and ** only as whole segments, no . or .. segment, " +
+  "no query or fragment, and each % the start of a percent-encoded UTF-8 character");
+const paths = entries(path, "Platform paths where `*` matches one segment and `**` any number of segments (`/customers/*/calls/**`).");
+const ip = text.regex(IP_ENTRY, "must be an IPv4 or IPv6 address or CIDR (a prefix length of 0-32 or 0-128), without a zone");
+const referrer = text.regex(REFERRER_ENTRY, "must be a URL (https://...), or start with *, without spaces or control characters");
 
 const restrictions = z.strictObject({
-  ips: entries(text, "IPv4 or IPv6 addresses or CIDRs (`203.0.113.0/24`, `2001:db8::/32`).").optional(),
-  referrers: entries(text, "URLs where `*` matches any run of characters (`https://*.acme.example/*`).").optional(),
+  ips: entries(ip, "IPv4 or IPv6 addresses or CIDRs (`203.0.113.0/24`, `2001:db8::/32`).").optional(),
+  referrers: entries(referrer, "URLs where `*` matches any run of characters (`https://*.acme.example/*`).").optional(),
   methods: methods.optional(),
   paths: paths.optional(),
 }).describe("A request passes when it matches every kind given, and within a kind one of its entries.");

@@ -234,7 +234,9 @@ export const verifyBody = z.object({
     .describe("The platform path the token is used on; without it, no path is checked."),
   method: z.string().regex(/^[A-Za-z]{1,16}$/, "method must be an HTTP method").transform((m) => m.toUpperCase()).optional()
     .describe("The method used on the path; default GET."),
-  ip: z.string().max(VERIFY_IP_MAX).refine((ip) => parseAddress(ip) !== undefined, "ip must be an IPv4 or IPv6 address").optional()
+  // The document says it by the formats every JSON Schema validator knows; the check is the domain's parser.
+  ip: z.string().max(VERIFY_IP_MAX).refine((ip) => parseAddress(ip) !== undefined, "ip must be an IPv4 or IPv6 address")
+    .meta({ anyOf: [{ format: "ipv4" }, { format: "ipv6" }] }).optional()
     .describe("The original client's address, judged against a key policy's `ips`; a key restricted by `ips` is refused without it."),
   referrer: text(VERIFY_REFERRER_MAX).optional()
     .describe("The original request's Referer, judged against a key policy's `referrers`; a key restricted by `referrers` is refused without it."),

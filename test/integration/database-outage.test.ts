@@ -58,7 +58,8 @@ describe.skipIf(!server)("a database that goes away, through a proxy (PostgreSQL
     const url = await newDatabase();
     const proxy = await startProxy(url);
     const db = openPostgres({ connectionString: proxy.urlFor(url), log: captureLogger([]), timeoutMs: TIMEOUT_MS });
-    const svc = await startService("postgres", { database: { db, url, drop: async () => db.close() }, keyCache: { staleMs } });
+    // Its /auth load asks as Envoy does, the original path after /auth.
+    const svc = await startService("postgres", { database: { db, url, drop: async () => db.close() }, keyCache: { staleMs }, authGateway: "envoy" });
     cleanups.push(() => svc.stop());
     return { svc, proxy };
   }

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseTrustedProxies } from "../../src/http/client-address.ts";
 import { listen, type Listening } from "../../src/http/server.ts";
@@ -13,6 +14,8 @@ describe.skipIf(missing !== undefined)(`nginx auth_request in front of an API${m
   const LIMIT = 3;
   let svc: TestService;
   let keyplane: Listening;
+  /** The headers of every request that reached keyplane from nginx. */
+  const asked: IncomingHttpHeaders[] = [];
   let upstream: Upstream;
   let nginx: Nginx;
   let acme: Tenant;
@@ -22,7 +25,7 @@ describe.skipIf(missing !== undefined)(`nginx auth_request in front of an API${m
     svc = await startService("pglite", { throttle: { failuresPerMinute: LIMIT, now: () => 0 }, trustedProxies: parseTrustedProxies("127.0.0.1") });
     acme = await createTenant(svc, "acme");
     await createTenant(svc, "globex");
-    keyplane = await listen(svc.app, 0, "127.0.0.1");
+    keyplane = await listen((req, res) => (asked.push(req.headers), svc.app(req, res)), 0, "127.0.0.1");
     upstream = await startUpstream();
     const port = await freePort();
     nginx = await startNginx(await shippedConfig({ listen: port, keyplane: new URL(keyplane.url).host, api: upstream.address }), port);
@@ -55,6 +58,22 @@ describe.skipIf(missing !== undefined)(`nginx auth_request in front of an API${m
     const post = await call("198.51.100.1", "/customers/acme/invoices", acme.keys.customer, { method: "POST", body: "{}", headers: { "Content-Type": "application/json" } });
     expect(post.status).toBe(200);
     expect(upstream.seen.at(-1)).toMatchObject({ method: "POST", headers: { "x-keyplane-level": "customer" } });
+  });
+
+  it("sets the original method and path itself: a client's own X-Original-* and X-Forwarded-Method/Uri never reach keyplane", async () => {
+    const before = upstream.seen.length;
+    // A domain key asks for its sibling domain, and names its own in every header a gateway might use.
+    const own = "/domains/sip.acme.example/calls";
+    const forged = { "X-Original-URI": own, "X-Original-Method": "GET", "X-Forwarded-Uri": own, "X-Forwarded-Method": "GET" };
+    const res = await call("198.51.100.7", "/domains/media.acme.example/calls?x=1", acme.keys.domain, { method: "DELETE", headers: forged });
+    expect(res.status).toBe(401);
+    expect(upstream.seen.length).toBe(before);
+    const seen = asked.at(-1)!;
+    expect(seen).toMatchObject({ "x-original-uri": "/domains/media.acme.example/calls?x=1", "x-original-method": "DELETE" });
+    expect(seen).not.toHaveProperty("x-forwarded-uri");
+    expect(seen).not.toHaveProperty("x-forwarded-method");
+    // And the key's own domain, asked plainly, passes: the refusal above was the path's, not the headers'.
+    expect((await call("198.51.100.7", own, acme.keys.domain, { headers: forged })).status).toBe(200);
   });
 
   it("never lets a bad, disabled, deleted or out-of-scope key reach the upstream: 401 with the JSON body", async () => {

@@ -114,10 +114,16 @@ function rows(acme: Tenant, keyId: number): Row[] {
     policy("a refill of 0", { credits: { remaining: 1, refill: { amount: 0, interval: "daily" } } }),
     policy("a refill on day 32", { credits: { remaining: 1, refill: { amount: 1, interval: "monthly", day: 32 } } }),
     policy("a refill on day 0", { credits: { remaining: 1, refill: { amount: 1, interval: "monthly", day: 0 } } }),
-    policy("an address that is none", { restrictions: { ips: ["999.0.0.1"] } }, "policy"),
-    policy("a prefix too long", { restrictions: { ips: ["10.0.0.0/33"] } }, "policy"),
-    policy("a referrer that is no URL", { restrictions: { referrers: ["acme.example"] } }, "policy"),
-    policy("a path with * inside a segment", { restrictions: { paths: ["/customers/a*"] } }, "policy"),
+    policy("an address that is none", { restrictions: { ips: ["999.0.0.1"] } }),
+    policy("a prefix too long", { restrictions: { ips: ["10.0.0.0/33"] } }),
+    policy("an address with a zone", { restrictions: { ips: ["fe80::1%eth0"] } }),
+    policy("a referrer that is no URL", { restrictions: { referrers: ["acme.example"] } }),
+    policy("a referrer with a space", { restrictions: { referrers: ["https://acme.example/a b"] } }),
+    policy("a path with * inside a segment", { restrictions: { paths: ["/customers/a*"] } }),
+    policy("a path without its leading /", { restrictions: { paths: ["customers/acme/**"] } }),
+    policy("a path with a .. segment", { restrictions: { paths: ["/customers/acme/../globex"] } }),
+    policy("a path with a malformed escape", { restrictions: { paths: ["/customers/%zz"] } }),
+    policy("a rate limit's path without its leading /", { ratelimits: [{ name: "a", limit: 1, windowSeconds: 1, paths: ["calls"] }] }),
     policy("two rate limits of one name", { ratelimits: [{ name: "a", limit: 1, windowSeconds: 1 }, { name: "a", limit: 2, windowSeconds: 2 }] }, "policy"),
     entityPolicy("a policy that is a list", []),
     entityPolicy("a policy that is a string", "none"),
@@ -180,6 +186,10 @@ function rows(acme: Tenant, keyId: number): Row[] {
     verify("a method of 17 letters", { key: acme.keys.domain, method: "ABCDEFGHIJKLMNOPQ" }),
     verify("a method with a digit", { key: acme.keys.domain, method: "GET1" }),
     verify("a method that is a number", { key: acme.keys.domain, method: 7 }),
+    verify("an ip that is no address", { key: acme.keys.domain, ip: "not-an-address" }),
+    verify("an ip out of range", { key: acme.keys.domain, ip: "10.0.0.256" }),
+    verify("an ip that is a CIDR", { key: acme.keys.domain, ip: "10.0.0.0/8" }),
+    verify("an ip with a zone", { key: acme.keys.domain, ip: "fe80::1%eth0" }),
     webhook("no url", {}),
     webhook("a url that is a number", { url: 7 }),
     webhook("an ftp url", { url: "ftp://hooks.acme.example/" }),
@@ -315,6 +325,57 @@ describe("the document and the server agree", () => {
       const a = await answer(row);
       expect(a.status, `${row.what}: ${a.text}`).toBeLessThan(300);
       expect(refusal(row), row.what).toBeUndefined();
+    }
+  });
+
+  it("takes and refuses the same policy entries and /verify ips as the server, entry by entry", async () => {
+    const entries: Record<"ips" | "referrers" | "paths", string[]> = {
+      ips: ["203.0.113.0/24", "2001:db8::/32", "::ffff:192.0.2.1", "1:2:3:4:5:6:7::", "0.0.0.0/0", "999.0.0.1", "10.0.0.0/33", "01.2.3.4",
+        "fe80::1%eth0", "1::2::3", "::/129", "10.0.0.1/", "2001:db8::/032"],
+      referrers: ["https://*.acme.example/*", "*", "http://a.example", "ftp://files.example/*", "acme.example", "/path", "https://a b", "https://a\tb", "9x://a"],
+      paths: ["/customers/acme/calls/**", "/customers/*/calls", "/", "/%C3%A9", "/a%2Fb", "/...", "customers", "/a*", "/***", "/a?b", "/a#b",
+        "/./a", "/a/%2e%2E", "/%zz", "/%C3", "/%FF", "/%ED%A0%80"],
+    };
+    const disagree: string[] = [];
+    for (const [kind, list] of Object.entries(entries)) {
+      for (const entry of list) {
+        const row: Row = { what: `${kind} ${JSON.stringify(entry)}`, method: "put", template: "/keys/{keyId}", path: `/keys/${keyId}`,
+          body: { policy: { restrictions: { [kind]: [entry] } } } };
+        const server = (await answer(row)).status;
+        const document = refusal(row) === undefined ? 200 : 400;
+        if (server !== document) disagree.push(`${row.what}: the server ${server}, the document ${document}`);
+      }
+    }
+    for (const ip of ["192.0.2.1", "2001:db8::1", "::ffff:192.0.2.1", "::", "10.0.0.256", "10.0.0.0/8", "fe80::1%eth0", "01.2.3.4", "1::2::3", "acme"]) {
+      const row: Row = { what: `/verify ip ${JSON.stringify(ip)}`, method: "post", template: "/verify", body: { key: acme.keys.domain, ip } };
+      const server = (await answer(row)).status;
+      const document = refusal(row) === undefined ? 200 : 400;
+      if (server !== document) disagree.push(`${row.what}: the server ${server}, the document ${document}`);
+    }
+    expect(disagree).toEqual([]);
+    // The policy set last is taken away: the rows above are the test's, not the key's.
+    await svc.as(acme.keys.customer).put(`/keys/${keyId}`, { policy: null });
+  });
+
+  it("declares every method that works on /keys/self and /apikeys/self, and a 405 there allows them all", async () => {
+    for (const path of ["/keys/self", "/apikeys/self"]) {
+      // Another spelling's path item refers to the canonical one's.
+      const ref = (doc.paths[path] as { $ref?: string } | undefined)?.$ref;
+      const item = ref ? doc.paths[decodeURIComponent(ref.replace("#/paths/", "")).replaceAll("~1", "/").replaceAll("~0", "~")] : doc.paths[path];
+      expect(Object.keys(item ?? {}).filter((m) => (METHODS as readonly string[]).includes(m)).sort(), path).toEqual(["delete", "get", "put"]);
+      const token = (await svc.as(acme.keys.customer).post("/keys", { name: `self-${path.length}` })).body.keyId as string;
+      const as = svc.as(token);
+      for (const method of ["post", "patch"] as const) {
+        const refused = await supertest(svc.app)[method](path).set("Authorization", `Bearer ${token}`);
+        expect(refused.status, `${method} ${path}`).toBe(405);
+        expect(refused.headers.allow, `${method} ${path}`).toBe("GET, PUT, DELETE");
+      }
+      expect((await as.get(path)).status).toBe(200);
+      const renamed = await as.put(path, { name: `renamed-${path.length}` });
+      expect(renamed.status, renamed.text).toBe(200);
+      expect(renamed.body).toMatchObject({ name: `renamed-${path.length}` });
+      expect((await as.delete(path)).status).toBe(204);
+      expect((await as.get(path)).status).toBe(401);
     }
   });
 

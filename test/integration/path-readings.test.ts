@@ -172,6 +172,7 @@ describe.each(backends())("path readings over HTTP on %s", (backend) => {
   let globex: Tenant;
   let server: Listening;
   let envoy: Listening;
+  let traefik: Listening;
   const agent = new Agent({ keepAlive: true });
 
   beforeAll(async () => {
@@ -180,11 +181,14 @@ describe.each(backends())("path readings over HTTP on %s", (backend) => {
     globex = await createTenant(svc, "globex");
     server = await listen(svc.app, 0, "127.0.0.1");
     // Envoy's deep paths are in no template of /openapi.json: asked of the handler in front, as keyplane.ts puts it.
-    envoy = await listen(new AuthHandler(svc.ctx, parseTrustedProxies("")).inFrontOf((_req, res) => res.writeHead(404).end()), 0, "127.0.0.1");
+    envoy = await listen(new AuthHandler(svc.ctx, parseTrustedProxies(""), "envoy").inFrontOf((_req, res) => res.writeHead(404).end()), 0, "127.0.0.1");
+    // keyplane reads one gateway's headers (KEYPLANE_AUTH_GATEWAY); the service above reads nginx's.
+    traefik = await listen(new AuthHandler(svc.ctx, parseTrustedProxies(""), "traefik").inFrontOf((_req, res) => res.writeHead(404).end()), 0, "127.0.0.1");
   });
   afterAll(async () => {
     agent.destroy();
     await envoy?.close(0);
+    await traefik?.close(0);
     await server?.close(0);
     await svc?.stop();
   });
@@ -213,7 +217,7 @@ describe.each(backends())("path readings over HTTP on %s", (backend) => {
   const CONVENTIONS: Record<string, (key: string, path: string, method: string) => Promise<string>> = {
     verify,
     nginx: async (key, path, method) => verdictOf(await send(server.url, "GET", "/auth", { ...bearer(key), "X-Original-Method": method, "X-Original-URI": path })),
-    traefik: async (key, path, method) => verdictOf(await send(server.url, "GET", "/auth", { ...bearer(key), "X-Forwarded-Method": method, "X-Forwarded-Uri": path })),
+    traefik: async (key, path, method) => verdictOf(await send(traefik.url, "GET", "/auth", { ...bearer(key), "X-Forwarded-Method": method, "X-Forwarded-Uri": path })),
     envoy: async (key, path, method) => verdictOf(await send(envoy.url, method, `/auth${path}`, bearer(key))),
   };
 

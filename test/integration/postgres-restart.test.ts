@@ -127,6 +127,8 @@ function twoProcesses(clusterOf: () => PgCluster): void {
         KEYPLANE_DATABASE_TIMEOUT_MS: String(TIMEOUT_MS),
         // The unknown-token load fails from one address all along: no throttling in the way.
         KEYPLANE_AUTH_FAILURES_PER_MINUTE: "1000000000",
+        // The forwarded load asks /auth as Envoy does, the original path after /auth.
+        KEYPLANE_AUTH_GATEWAY: "envoy",
       });
       const replica: Replica = { name, p, exits: [], provisioned: [], victims: [], deleted: [], renamed: [], putTarget: 0 };
       p.child.once("exit", (code, signal) => replica.exits.push(`${name} exited (${code ?? signal})`));

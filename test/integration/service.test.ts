@@ -85,7 +85,7 @@ describe("a PostgreSQL server that cannot be reached", () => {
       leaks: DEFAULT_LEAK_SETTINGS, githubKeys: new GithubKeys({ url: GITHUB_KEYS_URL, clock: () => new Date(), log }),
       webhooks: { allowHttp: false, allowPrivate: false, resolve: systemResolver } };
     const trustedProxies = parseTrustedProxies("");
-    const app = createApp(ctx, { adminToken: "a".repeat(32), runtime: { header: "X-SVC-APIKey", timeoutMs: 10_000 }, version: "test", trustedProxies, auth: new AuthHandler(ctx, trustedProxies) });
+    const app = createApp(ctx, { adminToken: "a".repeat(32), runtime: { header: "X-SVC-APIKey", timeoutMs: 10_000 }, version: "test", trustedProxies, auth: new AuthHandler(ctx, trustedProxies, "nginx") });
     try {
       const started = Date.now();
       for (const req of [

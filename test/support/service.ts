@@ -60,6 +60,8 @@ export interface TestServiceOptions {
   /** Failed-authentication throttling: off in effect unless a suite sets a limit (the suites fail a lot from one address). */
   throttle?: ThrottleOptions;
   trustedProxies?: TrustedProxies;
+  /** The gateway whose headers /auth reads (nginx, as `keyplane serve` by default). */
+  authGateway?: KeyplaneOptions["authGateway"];
   pathScopes?: PathScopeCacheOptions;
   /** Keep Prometheus metrics (off by default, as in `keyplane serve` without KEYPLANE_METRICS_PORT). */
   metrics?: boolean;
@@ -91,6 +93,7 @@ export async function startService(backend: Backend, options: TestServiceOptions
     expirySweepMs: options.expirySweepMs,
     throttle: options.throttle ?? { failuresPerMinute: 1_000_000 },
     trustedProxies: options.trustedProxies,
+    authGateway: options.authGateway,
     pathScopes: options.pathScopes,
     metrics: options.metrics,
     leaks: options.leaks,
