@@ -24,8 +24,11 @@ const KINDS: Kind[] = [
     ["1::2::3", false], ["::/129", false], ["10.0.0.1/", false], ["", false], ["1.2.3", false], ["::1.2.3.04", false], ["12345::", false],
   ] },
   { kind: "referrers", pattern: REFERRER_ENTRY, parse: parseReferrerPattern, alphabet: "hts:/*.aZ9-+ \t\u007f\u00a0\u2028\ufeff", named: [
-    ["https://*.acme.example/*", true], ["*", true], ["*.acme.example", true], ["http://a.example", true], ["ftp://x", true],
-    ["acme.example", false], ["https://a b", false], ["", false], ["9ttp://x", false], ["https://x\ty", false], ["/path", false],
+    ["https://*.acme.example/*", true], ["*", true], ["http://a.example", true], ["HTTPS://A.example:8443/x*", true],
+    ["https://203.0.113.9/", true], ["https://[2001:db8::1]:443/", true], ["https://xn--bcher-kva.example/", true],
+    ["*.acme.example", false], ["ftp://x", false], ["acme.example", false], ["https://a b", false], ["", false], ["9ttp://x", false],
+    ["https://x\ty", false], ["/path", false], ["https://a.9/", false], ["https://a:65536/", false], ["https://a.example/?q", false],
+    ["https://u@a.example/", false], ["https://*a.example/", false], ["https:///a", false], ["https://bücher.example/", false],
   ] },
   { kind: "paths", pattern: PATH_ENTRY, parse: parsePathGlob, alphabet: "/*.%2eE?#aC3A9FfD8", named: [
     ["/customers/acme/calls/**", true], ["/customers/*/calls/**", true], ["/", true], ["//", true], ["/**", true], ["/a/", true],

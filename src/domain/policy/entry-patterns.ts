@@ -24,8 +24,23 @@ const IPV6 = [
 /** An `ips` entry: an IPv4 or IPv6 address, each with an optional prefix length (0-32, 0-128). */
 export const IP_ENTRY = new RegExp(`^(?:${IPV4}(?:/(?:3[0-2]|[12]?[0-9]))?|(?:${IPV6})(?:/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9]))?)$`);
 
-/** A `referrers` entry: a URL (any scheme) or a pattern starting with `*`; no spaces or control characters. */
-export const REFERRER_ENTRY = /^(?:\*|[A-Za-z][A-Za-z0-9+.-]*:)[^\s\x00-\x1f\x7f]*$/; // eslint-disable-line no-control-regex -- refusing them is the point
+/** A DNS label as an http(s) URL's host may hold it in ASCII (an IDN in its xn-- form), or `*`. */
+const LABEL = "(?:\\*|[A-Za-z0-9_-]+)";
+/** The host's last label, or one `*`: a last label starting with a digit would be read as IPv4's. */
+const LAST_LABEL = "(?:\\*|[A-Za-z_-][A-Za-z0-9_-]*)";
+const PORT = "(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}|0)";
+/**
+ * A referrer pattern's authority: DNS labels (a `*` label for one or more), an IPv4 address or a
+ * bracketed IPv6 one, and a port. No user information: a referrer with it matches nothing.
+ */
+export const REFERRER_AUTHORITY = new RegExp(`^(?:(?:${LABEL}\\.)*${LAST_LABEL}|${IPV4}|\\[(?:${IPV6})\\])(?::${PORT})?$`);
+/**
+ * A `referrers` entry: `*`, or an absolute http(s) URL of that authority and a path (a `/` or `\\`
+ * and anything but spaces, control characters, a query or a fragment).
+ */
+export const REFERRER_ENTRY = new RegExp(
+  `^(?:\\*|[Hh][Tt][Tt][Pp][Ss]?://${REFERRER_AUTHORITY.source.slice(1, -1)}(?:[/\\\\][^\\s\\x00-\\x1f\\x7f?#]*)?)$`,
+);
 
 const HEX = "[0-9A-Fa-f]";
 const TAIL = `%[89ABab]${HEX}`;

@@ -1,3 +1,4 @@
+import { REFERRER_AUTHORITY } from "./entry-patterns.ts";
 import type { Parsed } from "./policy.ts";
 
 // Referrer patterns for a policy's `referrers` (docs/api.md, "Key policy"), matched part by part as the
@@ -37,17 +38,21 @@ export function parseReferrerPattern(text: string): Parsed<ReferrerPattern> {
   if (UNSPEAKABLE.test(text)) return { ok: false, reason: "must not contain spaces or control characters" };
   if (userInfo(text)) return { ok: false, reason: "must not carry user information (user@): a referrer with it matches nothing" };
   if (/[?#]/.test(text)) return { ok: false, reason: "must not carry a query or fragment: a referrer's are not matched" };
+  const written = authority(text);
+  if (!REFERRER_AUTHORITY.test(written)) {
+    const labels = written.replace(/:[^.\]]*$/, "").split(".");
+    if (labels.some((label) => label.includes("*") && label !== "*")) {
+      return { ok: false, reason: "must use * in the host only as whole labels (https://*.acme.example/), each standing for one or more" };
+    }
+    return { ok: false, reason: `${URL_RULE}: its host or port cannot be read (a host is DNS labels in ASCII, an IDN in its xn-- form, an IPv4 address or a [bracketed] IPv6 one; a port 0-65535)` };
+  }
   let url: URL;
   try {
     url = new URL(text);
   } catch {
     return { ok: false, reason: `${URL_RULE}: its host or port cannot be read` };
   }
-  const host = url.hostname.split(".");
-  if (host.some((label) => label.includes("*") && label !== "*")) {
-    return { ok: false, reason: "must use * in the host only as whole labels (https://*.acme.example/), each standing for one or more" };
-  }
-  return { ok: true, value: { kind: "url", scheme: url.protocol, host, port: url.port, path: url.pathname.split("*") } };
+  return { ok: true, value: { kind: "url", scheme: url.protocol, host: url.hostname.split("."), port: url.port, path: url.pathname.split("*") } };
 }
 
 /**
@@ -72,11 +77,15 @@ export function readReferrer(text: string): Referrer | undefined {
   return { scheme: url.protocol, host: url.hostname.split("."), port: url.port, path: url.pathname };
 }
 
-/** Whether the authority (up to the first `/`, `\`, `?` or `#`, as the URL parser ends it) holds an `@`. */
-function userInfo(text: string): boolean {
+/** The authority of an absolute URL: from its `//` up to the first `/`, `\`, `?` or `#`, as the URL parser ends it. */
+function authority(text: string): string {
   const from = text.indexOf("//") + 2;
   const end = text.slice(from).search(/[/\\?#]/);
-  return text.slice(from, end === -1 ? undefined : from + end).includes("@");
+  return text.slice(from, end === -1 ? undefined : from + end);
+}
+
+function userInfo(text: string): boolean {
+  return authority(text).includes("@");
 }
 
 export function matchesReferrer(pattern: ReferrerPattern, referrer: Referrer): boolean {
