@@ -117,6 +117,7 @@ describeKube("deploy/", () => {
       ["patch", "apikeys.keyplane.dev"], ["patch", "apikeys.keyplane.dev/status"],
       ["list", "secrets"], ["watch", "secrets"], ["get", "secrets"], ["create", "secrets"], ["update", "secrets"], ["delete", "secrets"],
       ["create", "events"],
+      ["get", "namespaces"], ["list", "namespaces"], ["watch", "namespaces"],
       ...["deployments", "statefulsets", "daemonsets"].flatMap((kind) => ["list", "watch", "get", "patch"].map((verb): [string, string] => [verb, `${kind}.apps`])),
       ["get", "leases.coordination.k8s.io", SYSTEM_NAMESPACE], ["create", "leases.coordination.k8s.io", SYSTEM_NAMESPACE],
       ["update", "leases.coordination.k8s.io", SYSTEM_NAMESPACE],
@@ -126,5 +127,7 @@ describeKube("deploy/", () => {
     expect(await can("update", "leases.coordination.k8s.io", "team-a")).toBe("no");
     expect(await can("delete", "apikeys.keyplane.dev")).toBe("no");
     for (const verb of ["create", "update", "delete"]) expect(`${verb}: ${await can(verb, "deployments.apps")}`).toBe(`${verb}: no`);
+    // A Namespace's keyplane.dev/customers binds its ApiKeys: the operator reads it and may never set it.
+    for (const verb of ["patch", "update"]) expect(`${verb} namespaces: ${await can(verb, "namespaces")}`).toBe(`${verb} namespaces: no`);
   });
 });
