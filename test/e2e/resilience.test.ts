@@ -8,7 +8,7 @@ import { describeKube, useKube } from "../support/kube-suite.ts";
 import type { FaultProxy } from "../support/fault-proxy.ts";
 import { createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
 import type { TestService } from "../support/service.ts";
-import { Cluster, keysEverMade, liveKeys, startTestOperator, useOperatorBehindProxy, whoAmI, writesBy } from "./operator-fixture.ts";
+import { bindsCustomers, Cluster, keysEverMade, liveKeys, startTestOperator, useOperatorBehindProxy, whoAmI, writesBy } from "./operator-fixture.ts";
 
 describeKube("operator resilience", () => {
   const kube = useKube({ withControllerManager: false });
@@ -92,7 +92,7 @@ describeKube("operator resilience", () => {
   });
 
   it("converges with no second key when stopped between provisioning the key and writing the Secret", async () => {
-    const namespace = await createTestNamespace(kube().kubeConfig, "crash");
+    const namespace = await createTestNamespace(kube().kubeConfig, "crash", bindsCustomers("acme"));
     const kc = new Cluster(kube().kubeConfig, namespace);
     // The first operator cannot create Secrets: it provisions the key, then fails on the Secret.
     proxy.failWrites({ status: 500, resource: "secrets", verb: "create", times: 10_000 });
