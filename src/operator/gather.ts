@@ -9,7 +9,7 @@ import type { KeyRecord, KeyStore, KeyView, KeyWithToken } from "./keystore.ts";
 import type { PlanInput } from "./plan.ts";
 import type { Workload } from "./workloads.ts";
 
-/** What the informers hold: the ApiKeys, the Secrets labelled as keyplane's, the apps workloads. */
+/** What the informers hold: the ApiKeys, the Namespaces, the Secrets labelled as keyplane's, the apps workloads. */
 export interface ObjectCache {
   apiKey(ref: ObjectRef): ApiKey | undefined;
   /** A Namespace; undefined where Namespaces are not watched (the binding lifted) or it is not cached yet. */

@@ -80,8 +80,8 @@ const admitting: Check<PlanInput>[] = [
   function reportsInvalidSpec(i) {
     return i.spec.ok ? undefined : { next: "done", ready: notReady("InvalidSpec", i.spec.message) };
   },
-  // Before the finalizer and any lookup of the scope: nothing is done for an ApiKey its namespace may
-  // not have, and its answer is the same whether the customer exists or not.
+  // Before the finalizer and before the scope is judged: nothing is done for an ApiKey its namespace
+  // may not have, and its answer is the same whether the customer exists or not.
   function refusesCustomerNotListedByNamespace(i) {
     if (!i.spec.ok || i.binding.kind !== "listed" || allowsCustomer(i.binding, i.spec.spec.customer, i.customers)) return undefined;
     return { next: "retry", ready: notReady("NamespaceNotAllowed", notAllowedMessage(i.binding, i.spec.spec.customer)) };
