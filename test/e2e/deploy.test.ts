@@ -105,6 +105,14 @@ describeKube("deploy/", () => {
     }
   });
 
+  it("has the upgrade's one command, as README.md and docs/operator.md give it, annotate every namespace", async () => {
+    const command = "kubectl annotate namespace --all keyplane.dev/customers='*'";
+    for (const doc of ["README.md", "docs/operator.md"]) expect(await readFile(`${repo}${doc}`, "utf8"), doc).toContain(command);
+    const namespaces = ok(await kubectl(cli("get", "namespaces", "-o", "name"))).trim().split("\n");
+    const out = ok(await kubectl(cli("annotate", "namespace", "--all", "keyplane.dev/customers=*", "--dry-run=server")));
+    expect(out.trim().split("\n").sort()).toEqual(namespaces.map((n) => `${n} annotated (server dry run)`).sort());
+  });
+
   it.skipIf(kubeTarget().kind !== "envtest")("grants the operator's ServiceAccount every call the operator makes", async () => {
     const rbac = await readFile(`${repo}deploy/rbac.yaml`, "utf8");
     const sa = await readFile(`${repo}deploy/serviceaccount.yaml`, "utf8");
