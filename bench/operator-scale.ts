@@ -8,6 +8,7 @@ import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import pino from "pino";
 import { GROUP, CRD_VERSION, MANAGED_BY_LABEL, PLURAL, type ApiKey } from "../src/operator/apikey.ts";
 import { Informer, type ListPage } from "../src/operator/informer.ts";
+import { CUSTOMERS_ANNOTATION } from "../src/operator/namespace-binding.ts";
 import { startControlPlane, type ControlPlane } from "../test/support/envtest.ts";
 import { createTestNamespace } from "../test/support/kube.ts";
 import { createBenchDatabase, DEFAULT_DATABASE_URL, type BenchDatabase } from "./database.ts";
@@ -80,7 +81,8 @@ async function oneRun(plane: ControlPlane): Promise<Run> {
   try {
     db = await createBenchDatabase(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL);
     dataDir = await mkdtemp(join(tmpdir(), "keyplane-bench-operator-"));
-    const namespace = await createTestNamespace(plane.kubeConfig, "scale");
+    // The ApiKeys name customer acme, which their namespace must list (docs/operator.md, "Namespaces and customers").
+    const namespace = await createTestNamespace(plane.kubeConfig, "scale", { [CUSTOMERS_ANNOTATION]: "acme" });
     const adminToken = randomBytes(24).toString("hex");
     keyplane = await startKeyplane("operator", { databaseUrl: db.url, masterKey: randomBytes(32).toString("hex"), adminToken, dataDir }, NODE_FLAGS, {
       KEYPLANE_OPERATOR: "on",

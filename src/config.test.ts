@@ -60,6 +60,9 @@ describe("loadConfig", () => {
       ["one namespace to watch", { KEYPLANE_WATCH_NAMESPACE: "team-a" }, { watchNamespace: "team-a" }],
       ["a lease duration", { KEYPLANE_LEASE_DURATION_SECONDS: "15" }, { leaseDurationMs: 15_000 }],
       ["a resync period", { KEYPLANE_RESYNC_SECONDS: "30" }, { resyncMs: 30_000 }],
+      ["namespaces bound to customers by default", {}, { namespaceBinding: true }],
+      ["the binding of namespaces on", { KEYPLANE_NAMESPACE_BINDING: "on" }, { namespaceBinding: true }],
+      ["the binding of namespaces lifted", { KEYPLANE_NAMESPACE_BINDING: "off" }, { namespaceBinding: false }],
       ["a KUBECONFIG as where the cluster is", { KUBECONFIG: "/etc/k" }, { cluster: "KUBECONFIG=/etc/k" }],
       ["no cluster for a service host without a service account token", { KUBERNETES_SERVICE_HOST: "10.0.0.1" }, { cluster: undefined }],
     ])("reads %s", (_what, env, expected) => {
@@ -72,6 +75,10 @@ describe("loadConfig", () => {
 
     it("refuses a lease duration that is not a positive number", () => {
       expect(() => loadConfig({ KEYPLANE_LEASE_DURATION_SECONDS: "soon" })).toThrow(/KEYPLANE_LEASE_DURATION_SECONDS/);
+    });
+
+    it.each(["false", "OFF", "no", ""])("refuses KEYPLANE_NAMESPACE_BINDING=%j: only on or off lift or keep the rule", (value) => {
+      expect(() => loadConfig({ KEYPLANE_NAMESPACE_BINDING: value })).toThrow(/KEYPLANE_NAMESPACE_BINDING/);
     });
   });
 

@@ -63,6 +63,7 @@ const env = z.object({
   POD_NAMESPACE: z.string().min(1).optional(),
   KEYPLANE_LEASE_NAMESPACE: z.string().min(1).optional(),
   KEYPLANE_WATCH_NAMESPACE: z.string().min(1).optional(),
+  KEYPLANE_NAMESPACE_BINDING: z.enum(["on", "off"]).default("on"),
   KEYPLANE_LEASE_DURATION_SECONDS: seconds.optional(),
   KEYPLANE_RESYNC_SECONDS: seconds.optional(),
   KUBECONFIG: z.string().min(1).optional(),
@@ -79,6 +80,8 @@ export interface OperatorConfig {
   leaseNamespace: string;
   /** Only this namespace's ApiKeys; all namespaces when undefined. */
   watchNamespace: string | undefined;
+  /** Whether a Namespace's keyplane.dev/customers bounds the customers its ApiKeys name (KEYPLANE_NAMESPACE_BINDING). */
+  namespaceBinding: boolean;
   leaseDurationMs: number | undefined;
   resyncMs: number | undefined;
 }
@@ -138,6 +141,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       identity: e.POD_NAME ?? `${hostname()}-${process.pid}`,
       leaseNamespace: e.KEYPLANE_LEASE_NAMESPACE ?? e.POD_NAMESPACE ?? "default",
       watchNamespace: e.KEYPLANE_WATCH_NAMESPACE,
+      namespaceBinding: e.KEYPLANE_NAMESPACE_BINDING === "on",
       leaseDurationMs: e.KEYPLANE_LEASE_DURATION_SECONDS !== undefined ? e.KEYPLANE_LEASE_DURATION_SECONDS * 1000 : undefined,
       resyncMs: e.KEYPLANE_RESYNC_SECONDS !== undefined ? e.KEYPLANE_RESYNC_SECONDS * 1000 : undefined,
     },

@@ -42,7 +42,7 @@ if stalled ~= nil and stalled.status == "True" then
 end
 
 -- A person must act on these even when no Stalled condition says so (an operator of an older release).
-local needsPerson = { KeyConflict = true, SecretConflict = true, ScopeNotFound = true, InvalidSpec = true }
+local needsPerson = { KeyConflict = true, SecretConflict = true, ScopeNotFound = true, InvalidSpec = true, NamespaceNotAllowed = true }
 if ready.status == "False" and needsPerson[ready.reason] then
   hs.status = "Degraded"
   hs.message = described(ready)

@@ -7,6 +7,7 @@ import type { NamedScope } from "../services/named-scope.ts";
 import type { Action, EventSpec } from "./actions.ts";
 import type { ApiKey, EffectiveSpec, RotationStatus, SpecResult } from "./apikey.ts";
 import type { KeyRecord, KeyView, KeyWithToken } from "./keystore.ts";
+import type { CustomerNames, NamespaceBinding } from "./namespace-binding.ts";
 import { formatRef } from "./object-ref.ts";
 import type { Readiness } from "./status.ts";
 import type { Workload } from "./workloads.ts";
@@ -15,6 +16,13 @@ export interface PlanInput {
   apiKey: ApiKey;
   /** resolveSpec(apiKey): the spec with its defaults, or why it is invalid. */
   spec: SpecResult;
+  /** Which customers the ApiKey's namespace lets it name (namespace-binding.ts). */
+  binding: NamespaceBinding;
+  /**
+   * The customers the binding is judged on, as the directory knows them: the spec's and those of the
+   * keys this ApiKey manages, where they exist; none while the binding lists no customer to match.
+   */
+  customers: CustomerNames[];
   /** The spec's scope in keyplane's directory; undefined when not looked up (invalid spec, deletion). */
   scope: NamedScope | undefined;
   /** The live key of the spec's scope and keyName, whoever manages it. */

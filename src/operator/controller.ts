@@ -1,9 +1,9 @@
-// What the leader runs: informers on ApiKeys, on keyplane's Secrets and on the apps workloads a rotation
-// restarts, the key store's change feed, a periodic resync, all feeding one work queue whose workers
-// reconcile.
+// What the leader runs: informers on ApiKeys, on keyplane's Secrets, on the apps workloads a rotation
+// restarts and on the Namespaces that bind ApiKeys to customers, the key store's change feed, a periodic
+// resync, all feeding one work queue whose workers reconcile.
 import { setTimeout as sleep } from "node:timers/promises";
 import { AppsV1Api, CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
-import type { KubeConfig, V1DaemonSet, V1Deployment, V1Secret, V1StatefulSet } from "@kubernetes/client-node";
+import type { KubeConfig, V1DaemonSet, V1Deployment, V1Namespace, V1Secret, V1StatefulSet } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { errorFields } from "../domain/errors.ts";
 import type { Context } from "../services/context.ts";
@@ -15,6 +15,7 @@ import { Informer, type InformerOptions, type KubeObject, type ListPage } from "
 import { apiErrorText, kubeApiFor } from "./kube-api.ts";
 import { formatRef, parseRef, refOf, type ObjectRef } from "./object-ref.ts";
 import { keyStoreFor } from "./keystore.ts";
+import { CUSTOMERS_ANNOTATION } from "./namespace-binding.ts";
 import { OwnerIndex } from "./owner-index.ts";
 import { backoffDelay, WorkQueue, type BackoffOptions, type ProcessResult } from "./queue.ts";
 import { reconcile } from "./reconciler.ts";
@@ -28,6 +29,8 @@ export interface ControllerOptions {
   identity: string;
   /** Only this namespace's ApiKeys and Secrets; all namespaces when undefined. */
   watchNamespace?: string;
+  /** Whether a Namespace's keyplane.dev/customers bounds the customers its ApiKeys name. */
+  namespaceBinding: boolean;
   resyncMs: number;
   concurrency: number;
   /** Of a key that failed, or is not Ready for a reason that may pass (ScopeNotFound, conflicts). */
@@ -145,10 +148,31 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
     ns ? apps.listNamespacedStatefulSet({ namespace: ns, ...page }) : apps.listStatefulSetForAllNamespaces(page));
   const daemonSets = workloadInformer<V1DaemonSet>("daemonsets", (page) =>
     ns ? apps.listNamespacedDaemonSet({ namespace: ns, ...page }) : apps.listDaemonSetForAllNamespaces(page));
-  const informers = [apiKeys, secrets, deployments, statefulSets, daemonSets];
+  // With the binding on, the Namespaces (or the one watched): a change of one's keyplane.dev/customers
+  // requeues the ApiKeys of that namespace, level-based, whatever the change was.
+  const customersOf = new Map<string, string | undefined>();
+  const namespaces = o.namespaceBinding ? new Informer<V1Namespace>({
+    name: "namespaces",
+    kubeConfig,
+    path: "/api/v1/namespaces",
+    ...(ns ? { fieldSelector: `metadata.name=${ns}` } : {}),
+    list: (page) => core.listNamespace(page) as Promise<ListPage<V1Namespace>>,
+    onChange: (type, namespace) => {
+      const name = namespace.metadata?.name ?? "";
+      const customers = namespace.metadata?.annotations?.[CUSTOMERS_ANNOTATION];
+      if (type !== "deleted" && customersOf.has(name) && customersOf.get(name) === customers) return;
+      if (type === "deleted") customersOf.delete(name);
+      else customersOf.set(name, customers);
+      for (const apiKey of apiKeys.inNamespace(name)) enqueue(refOf(apiKey));
+    },
+    log,
+    backoff: o.watchBackoff,
+  }) : undefined;
+  const informers = [apiKeys, secrets, deployments, statefulSets, daemonSets, ...(namespaces ? [namespaces] : [])];
 
   const cache: ObjectCache = {
     apiKey: (ref) => apiKeys.get(ref.namespace, ref.name),
+    namespace: (name) => namespaces?.get("", name),
     managedSecret: (ref) => secrets.get(ref.namespace, ref.name),
     ownedSecrets: (namespace, uid) => owners.owned(namespace, uid),
     *workloads(namespace): Iterable<Workload> {
@@ -162,6 +186,7 @@ export function startController(o: ControllerOptions, leadership: AbortSignal): 
     kube: kubeApiFor(kubeConfig, o.identity),
     cache,
     clock: o.clock,
+    namespaceBinding: o.namespaceBinding,
     log,
     signal: leadership,
   };

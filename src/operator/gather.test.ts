@@ -35,9 +35,9 @@ async function gathered(status: ApiKeyStatus, live: number, records: KeyRecord[]
     findEver: async (id: number) => (reads.push(id), byId.get(id)),
     listManaged: async () => [],
   } as unknown as KeyStore;
-  const cache = { apiKey: () => apiKey(status), managedSecret: () => undefined, ownedSecrets: () => [], workloads: () => [] };
+  const cache = { apiKey: () => apiKey(status), namespace: () => undefined, managedSecret: () => undefined, ownedSecrets: () => [], workloads: () => [] };
   const kube = { readSecret: async () => undefined, readApiKey: async () => apiKey(status) } as unknown as KubeApi;
-  const deps: GatherDeps = { store, kube, cache, clock: () => new Date(0) };
+  const deps: GatherDeps = { store, kube, cache, clock: () => new Date(0), namespaceBinding: false };
   const input = await gather(deps, { namespace: "team-a", name: "billing" });
   return { input, reads };
 }
@@ -73,5 +73,42 @@ describe("gather: a rotation made elsewhere", () => {
     const { input, reads } = await gathered(shows(10), 20, chain);
     expect(input?.rotatedElsewhere).toBeUndefined();
     expect(reads.length).toBeLessThanOrEqual(6);
+  });
+});
+
+describe("gather: the namespace's binding", () => {
+  const ACME = { id: 1, uuid: "0b6f3c1e-9a52-4c3e-8f1d-2a7b5e9c4d10", name: "acme" };
+  const GLOBEX = { id: 2, uuid: "5e2d8a41-0c7b-4f69-b3a2-91d4e6f8c725", name: "globex" };
+  const byRef = new Map<string, typeof ACME>([["acme", ACME], ["1", ACME], ["2", GLOBEX]]);
+
+  /** gather with the binding on, the namespace team-a annotated as given, cached or only on the API server. */
+  async function bound(annotation: string | undefined, { cached = true, managed = [] as Scope[] } = {}) {
+    const lookedUp: string[] = [];
+    const namespace = { metadata: { name: "team-a", ...(annotation === undefined ? {} : { annotations: { "keyplane.dev/customers": annotation } }) } };
+    const store = {
+      resolveScope: async () => ({ found: true, scope: SCOPE }),
+      findKey: async () => undefined,
+      listManaged: async () => managed.map((scope, i) => ({ ...record(40 + i, null), scope })),
+      findCustomer: async (ref: string) => (lookedUp.push(ref), byRef.get(ref)),
+    } as unknown as KeyStore;
+    const cache = { apiKey: () => apiKey({}), namespace: () => (cached ? namespace : undefined), managedSecret: () => undefined, ownedSecrets: () => [], workloads: () => [] };
+    const kube = { readSecret: async () => undefined, readNamespace: async () => namespace } as unknown as KubeApi;
+    const input = await gather({ store, kube, cache, clock: () => new Date(0), namespaceBinding: true }, { namespace: "team-a", name: "billing" });
+    return { input, lookedUp };
+  }
+
+  it("reads the annotation from the cache, with the customers of the spec and of the keys it manages", async () => {
+    const { input, lookedUp } = await bound("acme, globex", { managed: [SCOPE, { ...SCOPE, tenantId: 2 }] });
+    expect(input?.binding).toEqual({ kind: "listed", namespace: "team-a", listed: ["acme", "globex"] });
+    expect(input?.customers).toEqual([ACME, GLOBEX]);
+    expect(lookedUp).toEqual(["acme", "2"]);
+  });
+
+  it("reads a namespace the cache does not hold yet from the API server", async () => {
+    expect((await bound("*", { cached: false })).input?.binding).toEqual({ kind: "every", namespace: "team-a" });
+  });
+
+  it("looks up no customer where nothing is listed to match them against", async () => {
+    for (const annotation of [undefined, "*"]) expect((await bound(annotation)).lookedUp).toEqual([]);
   });
 });

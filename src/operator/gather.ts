@@ -1,15 +1,19 @@
-// gather: reads what plan needs to know about one ApiKey: the resource, its Secret, the stored key.
-import type { V1Secret } from "@kubernetes/client-node";
-import { resolveSpec, type ApiKey } from "./apikey.ts";
+// gather: reads what plan needs to know about one ApiKey: the resource, its namespace's binding, its
+// Secret, the stored key.
+import type { V1Namespace, V1Secret } from "@kubernetes/client-node";
+import { resolveSpec, type ApiKey, type SpecResult } from "./apikey.ts";
 import type { KubeApi } from "./kube-api.ts";
+import { namespaceBinding, type CustomerNames, type NamespaceBinding } from "./namespace-binding.ts";
 import { formatRef, refOf, type ObjectRef } from "./object-ref.ts";
-import type { KeyRecord, KeyStore, KeyWithToken } from "./keystore.ts";
+import type { KeyRecord, KeyStore, KeyView, KeyWithToken } from "./keystore.ts";
 import type { PlanInput } from "./plan.ts";
 import type { Workload } from "./workloads.ts";
 
-/** What the informers hold: the ApiKeys, the Secrets labelled as keyplane's, the apps workloads. */
+/** What the informers hold: the ApiKeys, the Namespaces, the Secrets labelled as keyplane's, the apps workloads. */
 export interface ObjectCache {
   apiKey(ref: ObjectRef): ApiKey | undefined;
+  /** A Namespace; undefined where Namespaces are not watched (the binding lifted) or it is not cached yet. */
+  namespace(name: string): V1Namespace | undefined;
   managedSecret(ref: ObjectRef): V1Secret | undefined;
   /** The Secrets of keyplane's cache in `namespace` owned by the object of this uid. */
   ownedSecrets(namespace: string, uid: string | undefined): V1Secret[];
@@ -21,6 +25,8 @@ export interface GatherDeps {
   kube: KubeApi;
   cache: ObjectCache;
   clock: () => Date;
+  /** Whether a namespace's annotation bounds the customers its ApiKeys name (KEYPLANE_NAMESPACE_BINDING). */
+  namespaceBinding: boolean;
 }
 
 export interface GatherOptions {
@@ -49,16 +55,38 @@ export async function gather(deps: GatherDeps, ref: ObjectRef, options: GatherOp
   const deleting = Boolean(apiKey.metadata.deletionTimestamp);
   const uid = apiKey.metadata.uid;
 
-  const [managedKeys, scope, secret] = await Promise.all([
+  const [binding, managedKeys, scope, secret] = await Promise.all([
+    readBinding(deps, ref.namespace),
     deps.store.listManaged(formatRef(refOf(apiKey))),
     spec.ok && !deleting ? deps.store.resolveScope(spec.spec) : undefined,
     spec.ok && !(options.known?.secretAbsent === spec.spec.secret.name) ? readSecret(deps, { namespace: ref.namespace, name: spec.spec.secret.name }, fresh) : undefined,
   ]);
-  const key = spec.ok && scope?.found ? await deps.store.findKey(scope.scope, spec.spec.keyName) : undefined;
+  const [key, customers] = await Promise.all([
+    spec.ok && scope?.found ? deps.store.findKey(scope.scope, spec.spec.keyName) : undefined,
+    binding.kind === "listed" && binding.listed.length > 0 ? readCustomers(deps, spec, managedKeys) : [],
+  ]);
   const ownedSecrets = deps.cache.ownedSecrets(ref.namespace, uid);
   const workloads = spec.ok && spec.spec.rotation?.restartWorkloads ? [...deps.cache.workloads(ref.namespace)] : [];
   const [previousKey, rotatedElsewhere] = key && !deleting ? await Promise.all([readPreviousKey(deps, apiKey, key), readRotatedElsewhere(deps, apiKey, key)]) : [];
-  return { apiKey, spec, scope, key, managedKeys, secret, ownedSecrets, workloads, previousKey, rotatedElsewhere, now: deps.clock() };
+  return { apiKey, binding, customers, spec, scope, key, managedKeys, secret, ownedSecrets, workloads, previousKey, rotatedElsewhere, now: deps.clock() };
+}
+
+/**
+ * The namespace's binding, from the informer's cache; from the API server only when the cache does not
+ * hold the namespace yet (an ApiKey seen before its namespace).
+ */
+async function readBinding(deps: GatherDeps, namespace: string): Promise<NamespaceBinding> {
+  if (!deps.namespaceBinding) return { kind: "lifted" };
+  const found = deps.cache.namespace(namespace) ?? (await deps.kube.readNamespace(namespace));
+  return namespaceBinding(namespace, found?.metadata?.annotations);
+}
+
+/** The customers the binding is judged on: the spec's, and those of the keys the ApiKey manages. */
+async function readCustomers(deps: GatherDeps, spec: SpecResult, managedKeys: KeyView[]): Promise<CustomerNames[]> {
+  const named = spec.ok ? await deps.store.findCustomer(spec.spec.customer) : undefined;
+  const others = [...new Set(managedKeys.map((k) => k.scope.tenantId))].filter((id) => id !== named?.id);
+  const found = await Promise.all(others.map((id) => deps.store.findCustomer(String(id))));
+  return [named, ...found].filter((c): c is CustomerNames => c !== undefined);
 }
 
 /** The key the rotation under way replaced, while it still authenticates. */

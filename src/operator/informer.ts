@@ -26,8 +26,9 @@ export interface InformerOptions<T extends KubeObject> {
   /** The collection's path, as watched: /api/v1/secrets, /api/v1/namespaces/team-a/secrets, ... */
   path: string;
   labelSelector?: string;
+  fieldSelector?: string;
   /** One page of the same collection. */
-  list: (page: { limit: number; _continue?: string; labelSelector?: string }) => Promise<ListPage<T>>;
+  list: (page: { limit: number; _continue?: string; labelSelector?: string; fieldSelector?: string }) => Promise<ListPage<T>>;
   onChange: (type: ChangeType, object: T) => void;
   log: Logger;
   backoff: BackoffOptions;
@@ -109,6 +110,7 @@ export class Informer<T extends KubeObject> {
           resourceVersion: this.#resourceVersion,
           allowWatchBookmarks: true,
           labelSelector: this.#o.labelSelector,
+          fieldSelector: this.#o.fieldSelector,
           // The server ends the stream after 5-10 minutes, spread so that watches do not all renew together.
           timeoutSeconds: 300 + Math.floor(Math.random() * 300),
         }, (event) => this.#apply(event), signal);
@@ -138,7 +140,7 @@ export class Informer<T extends KubeObject> {
     let resourceVersion = "";
     let next: string | undefined;
     do {
-      const page = await this.#o.list({ limit: LIST_PAGE_SIZE, _continue: next, labelSelector: this.#o.labelSelector });
+      const page = await this.#o.list({ limit: LIST_PAGE_SIZE, _continue: next, labelSelector: this.#o.labelSelector, fieldSelector: this.#o.fieldSelector });
       items.push(...page.items);
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
       next = page.metadata?._continue || undefined;

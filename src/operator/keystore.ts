@@ -9,8 +9,10 @@ import { tokenHint } from "../domain/token.ts";
 import type { Context } from "../services/context.ts";
 import { rotateKey } from "../services/key-rotation.ts";
 import { deleteKey, findKey, provisionKey, unseal, updateKey, type BalanceOnPolicy, type KeyPatch } from "../services/keys.ts";
+import { getCustomer } from "../services/directory.ts";
 import { resolveNamedScope, type NamedScope } from "../services/named-scope.ts";
 import { claimKey, findKeyByName, findKeyEver, listManagedKeys, releaseKey } from "../services/managed-keys.ts";
+import type { CustomerNames } from "./namespace-binding.ts";
 
 /** A key as the operator sees it: no token. */
 export interface KeyView {
@@ -45,6 +47,8 @@ export interface KeyRecord extends KeyView {
 
 export interface KeyStore {
   resolveScope(refs: ScopeRefs & { customer: string }): Promise<NamedScope>;
+  /** The customer an id, uuid or name names, with its other names; undefined for none. */
+  findCustomer(ref: string): Promise<CustomerNames | undefined>;
   /** The live key of this scope and name. */
   findKey(scope: Scope, name: string): Promise<KeyWithToken | undefined>;
   /** A key by id while it still authenticates (a replaced one in its grace period included). */
@@ -80,6 +84,15 @@ export function keyStoreFor(ctx: Context): KeyStore {
     ({ ...view(stored), token: unseal(ctx, stored).keyId, issuedAt: stored.createdAt, policy: stored.policy });
   return {
     resolveScope: (refs) => resolveNamedScope(ctx, refs),
+    async findCustomer(ref) {
+      try {
+        const { id, uuid, name } = await getCustomer(ctx, ref);
+        return { id, uuid, name };
+      } catch (error) {
+        if (error instanceof AppError && error.code === "not_found") return undefined;
+        throw error;
+      }
+    },
     async findKey(scope, name) {
       const stored = await findKeyByName(ctx, scope, name);
       return stored && withToken(stored);

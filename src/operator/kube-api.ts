@@ -1,7 +1,7 @@
 // The operator's port onto the Kubernetes API: the few reads and writes gather and apply make.
 import { randomBytes } from "node:crypto";
 import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
-import type { CoreV1Event, KubeConfig, V1Secret } from "@kubernetes/client-node";
+import type { CoreV1Event, KubeConfig, V1Namespace, V1Secret } from "@kubernetes/client-node";
 import type { EventSpec } from "./actions.ts";
 import { GROUP, PLURAL, CRD_VERSION, type ApiKey, type ApiKeyStatus, type RotationStatus } from "./apikey.ts";
 import type { ObjectRef } from "./object-ref.ts";
@@ -23,6 +23,7 @@ export interface KubeApi {
    */
   restartWorkload(workload: ObjectRef & { kind: Workload["kind"] }, marker: string): Promise<boolean>;
   readSecret(ref: ObjectRef): Promise<V1Secret | undefined>;
+  readNamespace(name: string): Promise<V1Namespace | undefined>;
   createSecret(secret: V1Secret): Promise<void>;
   replaceSecret(secret: V1Secret): Promise<void>;
   /** Deletes the Secret of this uid; a Secret already gone, or replaced by another of the name, is left be. */
@@ -101,6 +102,7 @@ export function kubeApiFor(kubeConfig: KubeConfig, reportingInstance: string): K
       return true;
     },
     readSecret: (ref) => orUndefined(core.readNamespacedSecret(ref)),
+    readNamespace: (name) => orUndefined(core.readNamespace({ name })),
     async createSecret(secret) {
       await core.createNamespacedSecret({ namespace: secret.metadata?.namespace ?? "", body: secret });
     },

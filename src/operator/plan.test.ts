@@ -4,6 +4,7 @@ import type { Scope } from "../domain/scope.ts";
 import type { Action, ActionType } from "./actions.ts";
 import { API_VERSION, FINALIZER, KIND, MANAGED_BY_LABEL, resolveSpec, type ApiKey, type ApiKeySpecInput, type ApiKeyStatus } from "./apikey.ts";
 import type { KeyRecord, KeyView, KeyWithToken } from "./keystore.ts";
+import type { CustomerNames, NamespaceBinding } from "./namespace-binding.ts";
 import { failurePlan, plan, type Next, type Plan, type PlanInput } from "./plan.ts";
 import { desiredSecret } from "./secret.ts";
 import type { ReadyReason } from "./status.ts";
@@ -18,6 +19,11 @@ const OTHER_TOKEN = "XIFFFFFFFFFFFFFFFFFFFFFFFFFFFF1111";
 const SCOPE: Scope = { tenantId: 1, domainId: 10, applicationId: null, subscriberId: null };
 const OTHER_SCOPE: Scope = { tenantId: 1, domainId: 11, applicationId: null, subscriberId: null };
 const OWNER = "team-a/billing";
+const ACME: CustomerNames = { id: 1, uuid: "0b6f3c1e-9a52-4c3e-8f1d-2a7b5e9c4d10", name: "acme" };
+const GLOBEX: CustomerNames = { id: 2, uuid: "5e2d8a41-0c7b-4f69-b3a2-91d4e6f8c725", name: "globex" };
+const GLOBEX_SCOPE: Scope = { tenantId: 2, domainId: 20, applicationId: null, subscriberId: null };
+/** keyplane.dev/customers of namespace team-a, as gather reads it. */
+const lists = (...listed: string[]): NamespaceBinding => ({ kind: "listed", namespace: "team-a", listed });
 
 function apiKey(spec: Partial<ApiKeySpecInput> = {}, meta: Partial<ApiKey["metadata"]> = {}, status?: ApiKeyStatus): ApiKey {
   return {
@@ -75,6 +81,8 @@ function settled(over: Partial<PlanInput> = {}): PlanInput {
   return {
     apiKey: ak,
     spec: resolveSpec(ak),
+    binding: lists("acme"),
+    customers: [ACME],
     scope: { found: true, scope: SCOPE },
     key: key(),
     managedKeys: [view(key())],
@@ -90,7 +98,7 @@ function settled(over: Partial<PlanInput> = {}): PlanInput {
 function fresh(over: Partial<PlanInput> = {}): PlanInput {
   const ak = over.apiKey ?? apiKey();
   return {
-    apiKey: ak, scope: { found: true, scope: SCOPE }, key: undefined, managedKeys: [], secret: undefined, ownedSecrets: [], workloads: [], now: NOW,
+    apiKey: ak, binding: lists("acme"), customers: [ACME], scope: { found: true, scope: SCOPE }, key: undefined, managedKeys: [], secret: undefined, ownedSecrets: [], workloads: [], now: NOW,
     ...over,
     spec: resolveSpec(ak),
   };
@@ -378,6 +386,98 @@ const cases: Case[] = [
     name: "lets an ApiKey without its finalizer go",
     input: settled({ apiKey: deleting({}, { finalizers: ["other.example/f"] }), scope: undefined }),
     actions: [], next: "done", ready: null,
+  },
+  // The namespace's binding (keyplane.dev/customers)
+  {
+    name: "refuses an ApiKey whose namespace does not list its customer, with no finalizer, key nor Secret",
+    input: fresh({ apiKey: apiKey({}, { finalizers: undefined }), binding: lists("globex"), customers: [ACME] }),
+    actions: ["recordEvent", "patchStatus"], next: "retry", ready: "NamespaceNotAllowed",
+    also: (p) => {
+      expect(p.status?.conditions?.[0]?.message).toBe('this ApiKey may not name customer "acme": the annotation keyplane.dev/customers of namespace team-a ' +
+        "(\"globex\") does not list it. A cluster administrator allows it with: kubectl annotate namespace team-a --overwrite keyplane.dev/customers='globex,acme'");
+      expect(ofType(p, "recordEvent")?.event).toMatchObject({ type: "Warning", reason: "NamespaceNotAllowed" });
+    },
+  },
+  {
+    name: "refuses an ApiKey in a namespace without the annotation",
+    input: fresh({ binding: lists(), customers: [] }),
+    actions: ["recordEvent", "patchStatus"], next: "retry", ready: "NamespaceNotAllowed",
+    also: (p) => expect(p.status?.conditions?.[0]?.message).toContain("namespace team-a has no annotation keyplane.dev/customers"),
+  },
+  {
+    name: "does not adopt a key made through REST for a customer its namespace does not list",
+    input: fresh({ key: key({ managedBy: null }), binding: lists("globex"), customers: [ACME] }),
+    actions: ["recordEvent", "patchStatus"], next: "retry", ready: "NamespaceNotAllowed",
+  },
+  {
+    name: "refuses before it looks for the scope: the same answer whether the customer exists or not",
+    input: fresh({ binding: lists("globex"), customers: [], scope: { found: false, missing: "customer", ref: "acme" } }),
+    actions: ["recordEvent", "patchStatus"], next: "retry", ready: "NamespaceNotAllowed",
+  },
+  {
+    name: "refuses a customer named by id that the namespace does not list by any name",
+    input: fresh({ apiKey: apiKey({ customer: "1" }), binding: lists("globex", "2"), customers: [ACME] }),
+    actions: ["recordEvent", "patchStatus"], next: "retry", ready: "NamespaceNotAllowed",
+  },
+  {
+    name: "provisions for a customer its namespace lists by id",
+    input: fresh({ binding: lists("globex", "1"), customers: [ACME] }),
+    actions: ["provisionKey"], next: "replan", ready: null,
+  },
+  {
+    name: "provisions for a customer its namespace lists by uuid, named by id in the spec",
+    input: fresh({ apiKey: apiKey({ customer: "1" }), binding: lists(ACME.uuid.toUpperCase()), customers: [ACME] }),
+    actions: ["provisionKey"], next: "replan", ready: null,
+  },
+  {
+    name: "provisions for any customer in a namespace annotated `*`",
+    input: fresh({ binding: { kind: "every", namespace: "team-a" }, customers: [] }),
+    actions: ["provisionKey"], next: "replan", ready: null,
+  },
+  {
+    name: "provisions for any customer with the binding lifted (KEYPLANE_NAMESPACE_BINDING=off)",
+    input: fresh({ binding: { kind: "lifted" }, customers: [] }),
+    actions: ["provisionKey"], next: "replan", ready: null,
+  },
+  {
+    name: "waits for a customer the annotation lists but that does not exist yet",
+    input: fresh({ binding: lists("ACME"), customers: [], scope: { found: false, missing: "customer", ref: "acme" } }),
+    actions: ["recordEvent", "patchStatus"], next: "retry", ready: "ScopeNotFound",
+  },
+  {
+    name: "changes nothing once the binding is removed: a spec change is not applied, the key is not shown",
+    input: settled({ apiKey: apiKey({ active: false, secret: { key: "token" } }, {}, readyStatus()), binding: lists(), customers: [] }),
+    actions: ["recordEvent", "patchStatus"], next: "retry", ready: "NamespaceNotAllowed",
+    also: (p) => expect(p.status?.key).toBeUndefined(),
+  },
+  {
+    name: "keeps a key of a customer the namespace no longer lists when the spec moved to one it lists",
+    input: settled({
+      apiKey: apiKey({ customer: "globex", domain: undefined }, {}, readyStatus()), binding: lists("globex"), customers: [GLOBEX, ACME],
+      scope: { found: true, scope: GLOBEX_SCOPE }, key: key({ id: 18, scope: GLOBEX_SCOPE }),
+      managedKeys: [view(key()), view(key({ id: 18, scope: GLOBEX_SCOPE }))],
+    }),
+    actions: ["patchStatus"], next: "done", ready: "Provisioned",
+  },
+  {
+    name: "deletes the key it no longer asks for when the namespace lists both customers",
+    input: settled({
+      apiKey: apiKey({ customer: "globex", domain: undefined }, {}, readyStatus()), binding: lists("globex", "acme"), customers: [GLOBEX, ACME],
+      scope: { found: true, scope: GLOBEX_SCOPE }, key: key({ id: 18, scope: GLOBEX_SCOPE }),
+      managedKeys: [view(key()), view(key({ id: 18, scope: GLOBEX_SCOPE }))],
+    }),
+    actions: ["deleteKey", "patchStatus"], next: "done", ready: "Provisioned",
+    also: (p) => expect(ofType(p, "deleteKey")).toMatchObject({ id: 17 }),
+  },
+  {
+    name: "leaves its key alone when deleted while its namespace does not list the customer (Delete)",
+    input: settled({ apiKey: deleting(), scope: undefined, binding: lists(), customers: [] }),
+    actions: ["deleteSecret", "removeFinalizer"], next: "done", ready: null,
+  },
+  {
+    name: "does not even release its key when deleted while its namespace lists another customer (Retain)",
+    input: settled({ apiKey: deleting({ deletionPolicy: "Retain" }), scope: undefined, binding: lists("globex"), customers: [ACME] }),
+    actions: ["deleteSecret", "removeFinalizer"], next: "done", ready: null,
   },
 ];
 

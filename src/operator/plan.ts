@@ -8,6 +8,7 @@ import type { Action } from "./actions.ts";
 import { FINALIZER, type ApiKey, type ApiKeyStatus, type DeletionPolicy, type EffectiveRotation, type RotationStatus } from "./apikey.ts";
 import { normal, notReady, provisioned, scopeText, secretRef, type Check, type Decision, type Facts, type PlanInput } from "./check.ts";
 import type { KeyView, KeyWithToken } from "./keystore.ts";
+import { allowsCustomer, allowsKeysOf, notAllowedMessage } from "./namespace-binding.ts";
 import { formatRef, refOf } from "./object-ref.ts";
 import { finishesRotation, followsRotationMadeElsewhere, retiresNow, rotatesKey, rotationDecision, startsRotation } from "./plan-rotation.ts";
 import { resetsBalance } from "./policy-spec.ts";
@@ -35,6 +36,8 @@ export function plan(input: PlanInput): Plan {
   const actions: Action[] = [];
   if (input.apiKey.metadata.deletionTimestamp) return settle(input, actions, run(finalizing, input, actions));
   const early = run(admitting, input, actions);
+  // Refused by its namespace, the ApiKey shows no key: none is kept for it until the namespace lists the customer.
+  if (early?.next === "retry" && early.ready.reason === "NamespaceNotAllowed") return settle({ ...input, key: undefined, rotatedElsewhere: undefined }, actions, early);
   if (early || !input.spec.ok || !input.scope?.found) return settle(input, actions, early ?? { next: "done" });
   const facts: Facts = { ...input, spec: input.spec.spec, scope: input.scope.scope, owner: formatRef(refOf(input.apiKey)) };
   return settle(input, actions, run(reconciling, facts, actions) ?? { next: "done" });
@@ -55,7 +58,8 @@ const finalizing: Check<PlanInput>[] = [
     return hasFinalizer(i.apiKey) ? undefined : { next: "done" };
   },
   function deletesOrReleasesItsKeys(i, actions) {
-    for (const key of i.managedKeys) actions.push(dropKey(key, policyOf(i)));
+    // A key of a customer the namespace does not list (any more) stays as it is, claim and all.
+    for (const key of i.managedKeys) if (allowsKeysOf(i.binding, key.scope.tenantId, i.customers)) actions.push(dropKey(key, policyOf(i)));
     return undefined;
   },
   function deletesItsSecrets(i, actions) {
@@ -75,6 +79,12 @@ const finalizing: Check<PlanInput>[] = [
 const admitting: Check<PlanInput>[] = [
   function reportsInvalidSpec(i) {
     return i.spec.ok ? undefined : { next: "done", ready: notReady("InvalidSpec", i.spec.message) };
+  },
+  // Before the finalizer and before the scope is judged: nothing is done for an ApiKey its namespace
+  // may not have, and its answer is the same whether the customer exists or not.
+  function refusesCustomerNotListedByNamespace(i) {
+    if (!i.spec.ok || i.binding.kind !== "listed" || allowsCustomer(i.binding, i.spec.spec.customer, i.customers)) return undefined;
+    return { next: "retry", ready: notReady("NamespaceNotAllowed", notAllowedMessage(i.binding, i.spec.spec.customer)) };
   },
   function addsFinalizer(i, actions) {
     if (!hasFinalizer(i.apiKey)) actions.push({ type: "addFinalizer" });
@@ -158,8 +168,11 @@ const reconciling: Check<Facts>[] = [
     return undefined;
   },
   function dropsKeysNoLongerAskedFor(f, actions) {
-    // A key a rotation replaced ends by itself, at the latest when its grace period does.
-    for (const key of f.managedKeys) if (key.id !== f.key?.id && key.replacedBy === null) actions.push(dropKey(key, f.spec.deletionPolicy));
+    // A key a rotation replaced ends by itself, at the latest when its grace period does. A key of a
+    // customer the namespace no longer lists stays: the operator may not change it.
+    for (const key of f.managedKeys) {
+      if (key.id !== f.key?.id && key.replacedBy === null && allowsKeysOf(f.binding, key.scope.tenantId, f.customers)) actions.push(dropKey(key, f.spec.deletionPolicy));
+    }
     return undefined;
   },
   function deletesSecretsNoLongerAskedFor(f, actions) {

@@ -1,7 +1,7 @@
 // Starting the operator inside `keyplane serve`: every replica serves REST; the one that holds the
 // leader-election Lease also runs the controller (informers, queue, reconciler).
 import { hostname } from "node:os";
-import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { OperatorConfig } from "../config.ts";
 import type { Context } from "../services/context.ts";
@@ -27,6 +27,8 @@ export interface OperatorOptions {
   leaseName?: string;
   /** Only this namespace's ApiKeys (and the Secrets there); all namespaces when undefined. */
   watchNamespace?: string;
+  /** Whether a Namespace's keyplane.dev/customers bounds the customers its ApiKeys name (default true). */
+  namespaceBinding?: boolean;
   /** Every ApiKey is reconciled again this often, whatever happened (default 10 minutes). */
   resyncMs?: number;
   /** ApiKeys reconciled at once (default 8). */
@@ -58,6 +60,7 @@ export const DEFAULTS = {
   leaseNamespace: "default",
   resyncMs: 10 * 60_000,
   concurrency: 8,
+  namespaceBinding: true,
   backoff: { baseMs: 1_000, maxMs: 2 * 60_000, jitter: 0.1 },
   watchBackoff: { baseMs: 500, maxMs: 30_000, jitter: 0.2 },
   leaseDurationMs: 15_000,
@@ -88,7 +91,7 @@ export function runOperator(options: OperatorOptions): Operator {
   elector.run({
     onStartedLeading(signal) {
       controller = startController({
-        ctx: o.ctx, kubeConfig: o.kubeConfig, log, identity, watchNamespace: o.watchNamespace, resyncMs: o.resyncMs,
+        ctx: o.ctx, kubeConfig: o.kubeConfig, log, identity, watchNamespace: o.watchNamespace, namespaceBinding: o.namespaceBinding, resyncMs: o.resyncMs,
         concurrency: o.concurrency, backoff: o.backoff, watchBackoff: o.watchBackoff, clock: o.clock,
       }, signal);
       const announce = leading;
@@ -143,14 +146,18 @@ export function operatorSettings(config: OperatorConfig): Partial<OperatorOption
     identity: config.identity,
     leaseNamespace: config.leaseNamespace,
     watchNamespace: config.watchNamespace,
+    namespaceBinding: config.namespaceBinding,
     resyncMs: config.resyncMs,
     // The renew deadline and period keep client-go's proportions: 2/3 and 1/3 of the duration.
     ...(lease !== undefined ? { leaseDurationMs: lease, renewDeadlineMs: (lease * 2) / 3, retryPeriodMs: lease / 3 } : {}),
   };
 }
 
-/** Resolves when the API server serves ApiKeys to this identity; rejects with why not. */
-async function probe(kubeConfig: KubeConfig, watchNamespace: string | undefined, timeoutMs = 5_000): Promise<void> {
+/**
+ * Resolves when the API server serves ApiKeys to this identity, and Namespaces where they bind ApiKeys
+ * (without them no ApiKey would ever be reconciled); rejects with why not.
+ */
+async function probe(kubeConfig: KubeConfig, watchNamespace: string | undefined, namespaceBinding: boolean, timeoutMs = 5_000): Promise<void> {
   const objects = kubeConfig.makeApiClient(CustomObjectsApi);
   const list = watchNamespace
     ? objects.listNamespacedCustomObject({ group: GROUP, version: CRD_VERSION, namespace: watchNamespace, plural: PLURAL, limit: 1 })
@@ -158,10 +165,15 @@ async function probe(kubeConfig: KubeConfig, watchNamespace: string | undefined,
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)));
   try {
-    await Promise.race([list, timeout]);
-  } catch (error) {
-    const text = apiErrorText(error);
-    throw new Error(/^404/.test(text) ? `the ApiKey CRD is not installed (kubectl apply -f crds/): ${text}` : text, { cause: error });
+    await Promise.race([list, timeout]).catch((error: unknown) => {
+      const text = apiErrorText(error);
+      throw new Error(/^404/.test(text) ? `the ApiKey CRD is not installed (kubectl apply -f crds/): ${text}` : text, { cause: error });
+    });
+    if (!namespaceBinding) return;
+    await Promise.race([kubeConfig.makeApiClient(CoreV1Api).listNamespace({ limit: 1 }), timeout]).catch((error: unknown) => {
+      throw new Error("cannot list Namespaces, whose keyplane.dev/customers bind ApiKeys to customers (grant get, list and watch " +
+        `on namespaces, as deploy/rbac.yaml does, or set KEYPLANE_NAMESPACE_BINDING=off): ${apiErrorText(error)}`, { cause: error });
+    });
   } finally {
     clearTimeout(timer);
   }
@@ -179,7 +191,7 @@ export async function startOnCluster(config: OperatorConfig, where: string, ctx:
   try {
     kubeConfig.loadFromDefault();
     reuseConnections(kubeConfig);
-    await probe(kubeConfig, settings.watchNamespace);
+    await probe(kubeConfig, settings.watchNamespace, settings.namespaceBinding ?? DEFAULTS.namespaceBinding);
   } catch (error) {
     const why = `cluster of ${where} (${kubeConfig.getCurrentCluster()?.server ?? "no server"}) unusable: ${error instanceof Error ? error.message : String(error)}`;
     if (mode === "on") throw new Error(`KEYPLANE_OPERATOR=on but the ${why}`, { cause: error });

@@ -4,7 +4,7 @@ import type { ApiKeyCondition, ApiKeyStatus } from "./apikey.ts";
 export const READY = "Ready";
 
 /** Why an ApiKey is or is not Ready: the reason of its Ready condition. */
-export type ReadyReason = "Provisioned" | "InvalidSpec" | "ScopeNotFound" | "KeyConflict" | "SecretConflict" | "Error";
+export type ReadyReason = "Provisioned" | "InvalidSpec" | "NamespaceNotAllowed" | "ScopeNotFound" | "KeyConflict" | "SecretConflict" | "Error";
 
 export interface Readiness {
   status: "True" | "False";
@@ -27,7 +27,7 @@ export const RECONCILING = "Reconciling";
 export const STALLED = "Stalled";
 
 /** The reasons a person must act on: Stalled True carries them (docs/operator.md, "Status"). */
-const STALLING: ReadonlySet<ReadyReason> = new Set(["InvalidSpec", "ScopeNotFound", "KeyConflict", "SecretConflict"]);
+const STALLING: ReadonlySet<ReadyReason> = new Set(["InvalidSpec", "NamespaceNotAllowed", "ScopeNotFound", "KeyConflict", "SecretConflict"]);
 
 /**
  * The kstatus conditions: Ready; Stalled True with Ready's reason when a person must act; Reconciling True

@@ -105,6 +105,14 @@ describeKube("deploy/", () => {
     }
   });
 
+  it("has the upgrade's one command, as README.md and docs/operator.md give it, annotate every namespace", async () => {
+    const command = "kubectl annotate namespace --all keyplane.dev/customers='*'";
+    for (const doc of ["README.md", "docs/operator.md"]) expect(await readFile(`${repo}${doc}`, "utf8"), doc).toContain(command);
+    const namespaces = ok(await kubectl(cli("get", "namespaces", "-o", "name"))).trim().split("\n");
+    const out = ok(await kubectl(cli("annotate", "namespace", "--all", "keyplane.dev/customers=*", "--dry-run=server")));
+    expect(out.trim().split("\n").sort()).toEqual(namespaces.map((n) => `${n} annotated (server dry run)`).sort());
+  });
+
   it.skipIf(kubeTarget().kind !== "envtest")("grants the operator's ServiceAccount every call the operator makes", async () => {
     const rbac = await readFile(`${repo}deploy/rbac.yaml`, "utf8");
     const sa = await readFile(`${repo}deploy/serviceaccount.yaml`, "utf8");
@@ -117,6 +125,7 @@ describeKube("deploy/", () => {
       ["patch", "apikeys.keyplane.dev"], ["patch", "apikeys.keyplane.dev/status"],
       ["list", "secrets"], ["watch", "secrets"], ["get", "secrets"], ["create", "secrets"], ["update", "secrets"], ["delete", "secrets"],
       ["create", "events"],
+      ["get", "namespaces"], ["list", "namespaces"], ["watch", "namespaces"],
       ...["deployments", "statefulsets", "daemonsets"].flatMap((kind) => ["list", "watch", "get", "patch"].map((verb): [string, string] => [verb, `${kind}.apps`])),
       ["get", "leases.coordination.k8s.io", SYSTEM_NAMESPACE], ["create", "leases.coordination.k8s.io", SYSTEM_NAMESPACE],
       ["update", "leases.coordination.k8s.io", SYSTEM_NAMESPACE],
@@ -126,5 +135,7 @@ describeKube("deploy/", () => {
     expect(await can("update", "leases.coordination.k8s.io", "team-a")).toBe("no");
     expect(await can("delete", "apikeys.keyplane.dev")).toBe("no");
     for (const verb of ["create", "update", "delete"]) expect(`${verb}: ${await can(verb, "deployments.apps")}`).toBe(`${verb}: no`);
+    // A Namespace's keyplane.dev/customers binds its ApiKeys: the operator reads it and may never set it.
+    for (const verb of ["patch", "update"]) expect(`${verb} namespaces: ${await can(verb, "namespaces")}`).toBe(`${verb} namespaces: no`);
   });
 });

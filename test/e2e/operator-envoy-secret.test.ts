@@ -12,7 +12,7 @@ import { fakeClock } from "../support/clock.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
 import { createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
 import { startService, type TestService } from "../support/service.ts";
-import { Cluster, createCustomer, rotatingNow, startTestOperator, whoAmI } from "./operator-fixture.ts";
+import { bindsCustomers, Cluster, createCustomer, rotatingNow, startTestOperator, whoAmI } from "./operator-fixture.ts";
 
 const envoy = { format: "envoy-gateway" as const };
 
@@ -28,7 +28,7 @@ describeKube("operator: Secrets for Envoy Gateway", () => {
     svc = await startService("pglite", { clock: clock.clock });
     await createCustomer(svc, "acme", "sip.acme.example");
     root = ((await svc.admin.post("/admin/customers/acme/keys", { name: "root" })).body as { keyId: string }).keyId;
-    k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, "envoy"));
+    k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, "envoy", bindsCustomers("acme")));
     operator = await startTestOperator(svc, kube().kubeConfig, k.namespace, { clock: clock.clock });
   });
 

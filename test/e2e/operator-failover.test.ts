@@ -14,7 +14,7 @@ import { DEFAULTS } from "../../src/operator/start.ts";
 import { createPostgresDatabase } from "../support/databases.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
 import { createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
-import { Cluster } from "./operator-fixture.ts";
+import { bindsCustomers, Cluster } from "./operator-fixture.ts";
 
 const main = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
@@ -88,7 +88,7 @@ describeKube("operator failover between keyplane processes", () => {
     if (!postgres) return;
     database = await createPostgresDatabase();
     dataDir = await mkdtemp(join(tmpdir(), "keyplane-failover-"));
-    namespace = await createTestNamespace(kube().kubeConfig, "failover");
+    namespace = await createTestNamespace(kube().kubeConfig, "failover", bindsCustomers("acme"));
     k = new Cluster(kube().kubeConfig, namespace);
   });
 

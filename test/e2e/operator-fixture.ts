@@ -4,6 +4,7 @@ import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@k
 import type { CoreV1Event, KubeConfig, V1Secret } from "@kubernetes/client-node";
 import { afterAll, beforeAll, expect } from "vitest";
 import { GROUP, PLURAL, CRD_VERSION, type ApiKey, type ApiKeySpecInput } from "../../src/operator/apikey.ts";
+import { CUSTOMERS_ANNOTATION } from "../../src/operator/namespace-binding.ts";
 import { runOperator, type Operator, type OperatorOptions } from "../../src/operator/start.ts";
 import { FaultProxy } from "../support/fault-proxy.ts";
 import type { TestCluster } from "../support/envtest.ts";
@@ -19,6 +20,14 @@ export const FAST: Partial<OperatorOptions> = {
   renewDeadlineMs: 2_000,
   retryPeriodMs: 500,
 };
+
+/**
+ * The annotation a cluster administrator sets on a namespace so that its ApiKeys may name these
+ * customers (docs/operator.md, "Namespaces and customers"): what the suites' namespaces carry.
+ */
+export function bindsCustomers(...customers: string[]): Record<string, string> {
+  return { [CUSTOMERS_ANNOTATION]: customers.join(",") };
+}
 
 /**
  * An operator over `svc`'s key store, watching `namespace` only (so that suites sharing a cluster
@@ -59,7 +68,7 @@ export function useOperatorBehindProxy(kube: () => TestCluster, namespacePrefix:
     await createCustomer(svc, "acme");
     const proxy = await FaultProxy.start(kube().kubeConfig);
     setup.proxy = proxy;
-    const k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, namespacePrefix));
+    const k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, namespacePrefix, bindsCustomers("acme")));
     setup.k = k;
     setup.operator = await startTestOperator(svc, proxy.kubeConfig, k.namespace);
   });

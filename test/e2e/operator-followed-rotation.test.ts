@@ -13,7 +13,7 @@ import { FaultProxy } from "../support/fault-proxy.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
 import { createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
 import { startService, type TestService } from "../support/service.ts";
-import { Cluster, createCustomer, keysEverMade, rotatingNow, startTestOperator, whoAmI, writesBy } from "./operator-fixture.ts";
+import { bindsCustomers, Cluster, createCustomer, keysEverMade, rotatingNow, startTestOperator, whoAmI, writesBy } from "./operator-fixture.ts";
 import { reads, Workloads, type WorkloadRef } from "./workload-fixture.ts";
 
 /** The contract's bound from a rotation made elsewhere to the new token in the Secret. */
@@ -36,7 +36,7 @@ describeKube("operator: rotations made elsewhere", () => {
     await createCustomer(svc, "acme");
     root = ((await svc.admin.post("/admin/customers/acme/keys", { name: "root" })).body as { keyId: string }).keyId;
     proxy = await FaultProxy.start(kube().kubeConfig);
-    k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, "followed"));
+    k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, "followed", bindsCustomers("acme")));
     w = new Workloads(kube().kubeConfig, k.namespace);
     operator = await startTestOperator(svc, proxy.kubeConfig, k.namespace, { clock: clock.clock });
   });

@@ -52,6 +52,17 @@ describe.each(backends())("operator key store on %s", (backend) => {
     });
   });
 
+  describe("findCustomer: a customer's every name, for a namespace's keyplane.dev/customers", () => {
+    it("finds a customer by name without letter case, by id and by uuid", async () => {
+      const names = { id: acme.id, uuid: acme.uuid, name: "acme" };
+      for (const ref of ["acme", "ACME", String(acme.id), acme.uuid, acme.uuid.toUpperCase()]) expect(await store.findCustomer(ref)).toEqual(names);
+    });
+
+    it.each(["initech", "self", "999999", "0b6f3c1e-9a52-4c3e-8f1d-2a7b5e9c4d10", "acme\u0000"])("finds none for %j", async (ref) => {
+      expect(await store.findCustomer(ref)).toBeUndefined();
+    });
+  });
+
   it("provisions idempotently by scope and name, recording the ApiKey that manages the key", async () => {
     await store.provision(domain, "billing", false, "team-a/billing");
     await store.provision(domain, "billing", true, "team-b/other");

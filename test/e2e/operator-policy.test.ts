@@ -11,7 +11,7 @@ import { haveLua, runArgoHealth } from "../support/argocd.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
 import { apiStatusCode, createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
 import { startService, type TestService } from "../support/service.ts";
-import { Cluster, createCustomer, startTestOperator } from "./operator-fixture.ts";
+import { bindsCustomers, Cluster, createCustomer, startTestOperator } from "./operator-fixture.ts";
 
 /** The resync of this suite's operator: a drift nobody announced is repaired within it. */
 const RESYNC_MS = 2_000;
@@ -38,7 +38,7 @@ describeKube("operator: spec.policy", () => {
     svc = await startService("pglite");
     await createCustomer(svc, "acme");
     root = ((await svc.admin.post("/admin/customers/acme/keys", { name: "root" })).body as { keyId: string }).keyId;
-    k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, "policy"));
+    k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, "policy", bindsCustomers("acme")));
     operator = await startTestOperator(svc, kube().kubeConfig, k.namespace, { resyncMs: RESYNC_MS });
   });
 

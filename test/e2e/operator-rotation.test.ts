@@ -12,7 +12,7 @@ import { FaultProxy } from "../support/fault-proxy.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
 import { createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
 import { startService, type TestService } from "../support/service.ts";
-import { Cluster, createCustomer, keysEverMade, rotatingNow, startTestOperator, whoAmI, writesBy } from "./operator-fixture.ts";
+import { bindsCustomers, Cluster, createCustomer, keysEverMade, rotatingNow, startTestOperator, whoAmI, writesBy } from "./operator-fixture.ts";
 import { reads, Workloads, type Kind } from "./workload-fixture.ts";
 
 describeKube("operator rotation", () => {
@@ -28,7 +28,7 @@ describeKube("operator rotation", () => {
     svc = await startService("pglite", { clock: clock.clock });
     await createCustomer(svc, "acme");
     proxy = await FaultProxy.start(kube().kubeConfig);
-    k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, "rotation"));
+    k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, "rotation", bindsCustomers("acme")));
     w = new Workloads(kube().kubeConfig, k.namespace);
     operator = await startTestOperator(svc, proxy.kubeConfig, k.namespace, { clock: clock.clock });
   });

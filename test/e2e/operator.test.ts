@@ -7,7 +7,7 @@ import { haveLua, runArgoHealth } from "../support/argocd.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
 import { apiStatusCode, createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
 import { startService, type TestService } from "../support/service.ts";
-import { Cluster, createCustomer, liveKeys, startTestOperator, whoAmI } from "./operator-fixture.ts";
+import { bindsCustomers, Cluster, createCustomer, liveKeys, startTestOperator, whoAmI } from "./operator-fixture.ts";
 
 const DOMAIN = "sip.acme.example";
 
@@ -21,7 +21,7 @@ describeKube("operator", () => {
   beforeAll(async () => {
     svc = await startService("pglite");
     await createCustomer(svc, "acme", DOMAIN);
-    const namespace = await createTestNamespace(kube().kubeConfig, "operator");
+    const namespace = await createTestNamespace(kube().kubeConfig, "operator", bindsCustomers("acme", "initech"));
     k = new Cluster(kube().kubeConfig, namespace);
     operator = await startTestOperator(svc, kube().kubeConfig, namespace);
   });

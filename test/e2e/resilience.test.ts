@@ -8,11 +8,14 @@ import { describeKube, useKube } from "../support/kube-suite.ts";
 import type { FaultProxy } from "../support/fault-proxy.ts";
 import { createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
 import type { TestService } from "../support/service.ts";
-import { Cluster, keysEverMade, liveKeys, startTestOperator, useOperatorBehindProxy, whoAmI, writesBy } from "./operator-fixture.ts";
+import { bindsCustomers, Cluster, keysEverMade, liveKeys, startTestOperator, useOperatorBehindProxy, whoAmI, writesBy } from "./operator-fixture.ts";
 
 describeKube("operator resilience", () => {
   const kube = useKube({ withControllerManager: false });
   const env = useOperatorBehindProxy(kube, "resilience");
+  // ApiKeys, Secrets, the Deployments, StatefulSets and DaemonSets a rotation restarts, and the
+  // Namespace whose keyplane.dev/customers binds the ApiKeys.
+  const WATCHES = 6;
   let svc: TestService;
   let proxy: FaultProxy;
   let operator: Operator;
@@ -21,8 +24,7 @@ describeKube("operator resilience", () => {
   beforeAll(async () => {
     ({ svc, proxy, operator, k } = env());
     // The operator talks to the API server only through the proxy; the test itself goes direct.
-    // ApiKeys, Secrets, and the Deployments, StatefulSets and DaemonSets a rotation restarts.
-    await waitFor(() => proxy.openWatches() === 5, { what: "every watch open" });
+    await waitFor(() => proxy.openWatches() === WATCHES, { what: "every watch open" });
   });
   afterEach(() => {
     proxy.clearFaults();
@@ -47,11 +49,11 @@ describeKube("operator resilience", () => {
   }
 
   it.each(["reset", "end"] as const)("sees what changed while its watches were cut (%s), and watches again", async (mode) => {
-    expect(proxy.cutWatches({ mode })).toBe(5);
+    expect(proxy.cutWatches({ mode })).toBe(WATCHES);
     const name = `cut-${mode}`;
     await k.createApiKey(name, { customer: "acme" });
     await expectConverged(name);
-    await waitFor(() => proxy.openWatches() === 5, { what: "every watch open again" });
+    await waitFor(() => proxy.openWatches() === WATCHES, { what: "every watch open again" });
 
     // A Secret deleted by hand right after a cut is restored too.
     proxy.cutWatches({ mode });
@@ -70,7 +72,7 @@ describeKube("operator resilience", () => {
     // Both informers were told 410 and listed again.
     expect(proxy.count("list", "apikeys")).toBeGreaterThanOrEqual(1);
     expect(proxy.count("list", "secrets")).toBeGreaterThanOrEqual(1);
-    await waitFor(() => proxy.openWatches() === 5, { what: "every watch open again" });
+    await waitFor(() => proxy.openWatches() === WATCHES, { what: "every watch open again" });
   });
 
   it.each([409, 500, 429] as const)("converges through %i answers to its writes, with one key and no hot loop", async (status) => {
@@ -92,7 +94,7 @@ describeKube("operator resilience", () => {
   });
 
   it("converges with no second key when stopped between provisioning the key and writing the Secret", async () => {
-    const namespace = await createTestNamespace(kube().kubeConfig, "crash");
+    const namespace = await createTestNamespace(kube().kubeConfig, "crash", bindsCustomers("acme"));
     const kc = new Cluster(kube().kubeConfig, namespace);
     // The first operator cannot create Secrets: it provisions the key, then fails on the Secret.
     proxy.failWrites({ status: 500, resource: "secrets", verb: "create", times: 10_000 });

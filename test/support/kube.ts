@@ -64,11 +64,11 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${randomBytes(4).toString("hex")}`;
 }
 
-/** Creates a namespace with a unique name and returns the name. */
-export async function createTestNamespace(kubeConfig: KubeConfig, prefix = "test"): Promise<string> {
+/** Creates a namespace with a unique name, and the annotations given, and returns the name. */
+export async function createTestNamespace(kubeConfig: KubeConfig, prefix = "test", annotations: Record<string, string> = {}): Promise<string> {
   const name = uniqueName(prefix);
   await kubeConfig.makeApiClient(CoreV1Api).createNamespace({
-    body: { metadata: { name, labels: { "keyplane.dev/test": "true" } } },
+    body: { metadata: { name, labels: { "keyplane.dev/test": "true" }, annotations } },
   });
   return name;
 }
