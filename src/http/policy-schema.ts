@@ -35,7 +35,7 @@ const referrer = text.regex(REFERRER_ENTRY, "must be a URL (https://...), or sta
 
 const restrictions = z.strictObject({
   ips: entries(ip, "IPv4 or IPv6 addresses or CIDRs (`203.0.113.0/24`, `2001:db8::/32`).").optional(),
-  referrers: entries(referrer, "URLs where `*` matches any run of characters (`https://*.acme.example/*`).").optional(),
+  referrers: entries(referrer, "http(s) URLs matched part by part: the scheme, the host (a `*` label for one or more whole labels: `https://*.acme.example/*`), the port, then the path (`*` for any run of characters); or `*` for any referrer.").optional(),
   methods: methods.optional(),
   paths: paths.optional(),
 }).describe("A request passes when it matches every kind given, and within a kind one of its entries.");

@@ -25,7 +25,7 @@ const paths = entries(text, "Platform paths where * matches one segment and ** a
 const restrictions = z
   .object({
     ips: entries(text, "IPv4 or IPv6 addresses or CIDRs.").optional(),
-    referrers: entries(text, "URLs where * matches any run of characters.").optional(),
+    referrers: entries(text, "http(s) URLs matched part by part: the scheme, the host (a * label for one or more whole labels), the port, then the path (* for any run of characters); or * for any referrer.").optional(),
     methods: methods.optional(),
     paths: paths.optional(),
   })

@@ -20,7 +20,7 @@ export type LeakPolicy = (typeof LEAK_POLICIES)[number];
 export interface Restrictions {
   /** IPv4/IPv6 addresses or CIDRs. */
   ips?: readonly string[] | undefined;
-  /** URLs where `*` matches any run of characters. */
+  /** http(s) URL patterns matched part by part (referrer.ts), or `*`. */
   referrers?: readonly string[] | undefined;
   /** Upper-case HTTP methods. */
   methods?: readonly string[] | undefined;
