@@ -4,7 +4,7 @@ import { sameScope } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
 import { entityAt, entityCredits, entityPolicy, setEntityCredits, setEntityPolicy, type PolicedLevel } from "../services/policies.ts";
 import { BASES, nounOf } from "./key-bases.ts";
-import { authorizedScope } from "./key-scope.ts";
+import { authorizedScope, refuseRestricted } from "./key-scope.ts";
 import { creditsChange } from "./credits-change.ts";
 import { route, type Route } from "./route.ts";
 import { creditsBody, creditsObject, policyBody } from "./schemas.ts";
@@ -20,6 +20,7 @@ const SCOPE_PATHS = BASES.filter((b) => b.path !== "/keys").map((b) => ({ path: 
 /** Load and authorize: the entity the path ends at; for a change, refused unless the caller is above it. */
 async function authorizedEntity(ctx: Context, req: Request, change: boolean) {
   const target = await authorizedScope(ctx, req);
+  refuseRestricted(req, "entities' policies and credits");
   const at = await entityAt(ctx, target);
   if (change && sameScope(req.principal!.scope, target)) throw refusal(at.level);
   return at;
