@@ -29,7 +29,7 @@ function database(customer: Policy | null) {
 
 /** A customer key as the verification cache holds it, with its customer's policy as it was read. */
 function key(own: Policy | null, customer: Policy | null): StoredKey {
-  return { id: 17, tenantId: 3, domainId: null, applicationId: null, subscriberId: null, policy: own, tenant: { policy: customer }, domain: null, application: null, subscriber: null } as unknown as StoredKey;
+  return { id: 17, lineage: 17, ancestors: [], tenantId: 3, domainId: null, applicationId: null, subscriberId: null, policy: own, tenant: { policy: customer }, domain: null, application: null, subscriber: null } as unknown as StoredKey;
 }
 
 const limits = (chain: PolicyChain) => chain.map((link) => [link.holder, link.policy.ratelimits?.[0]?.limit]);

@@ -25,8 +25,10 @@ import { after, type Maybe } from "./maybe.ts";
 //   "When the database cannot be reached").
 // Ancestors' policies are read by lineage and kept the same way: a change of a key's policy that has
 // descendants is announced as a directory change (migrations/0008). While announcements may be
-// missed they are read afresh; when the database cannot be reached, taken as last read, and a key
-// whose ancestors were never read is not served (an ancestor's policy is never left out).
+// missed, and when the database cannot be reached, they are taken as last read (reading them afresh
+// would put a second wait for the database on every verification of an outage, after the key's
+// own), and everything is read again once announcements are heard; a key whose ancestors were never
+// read is not served without reading them (an ancestor's policy is never left out).
 
 /** One level's policy in a key's chain, and who holds its counters (`customer:3`, `key:17`). */
 export interface PolicyLink {
@@ -110,15 +112,14 @@ export class PolicyChains {
   /** The own policies of `key`'s ancestors (none for a key without); at once when known. */
   ancestorsOf(key: StoredKey): Maybe<readonly AncestorPolicy[]> {
     if (key.ancestors.length === 0) return NO_ANCESTORS;
-    if (this.#listening) {
-      const known: AncestorPolicy[] = [];
-      for (const lineage of key.ancestors) {
-        const a = this.#ancestors.get(lineage);
-        if (a === undefined) break;
-        known.push(a);
-      }
-      if (known.length === key.ancestors.length) return known;
+    const kept = this.#listening ? this.#ancestors : this.#ancestorsRead;
+    const known: AncestorPolicy[] = [];
+    for (const lineage of key.ancestors) {
+      const a = kept.get(lineage);
+      if (a === undefined) break;
+      known.push(a);
     }
+    if (known.length === key.ancestors.length) return known;
     const generation = this.#generation;
     return keyLineagePolicies(this.#db, key.ancestors).then(
       (rows) => {
