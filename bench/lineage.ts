@@ -16,7 +16,7 @@ export interface LineageFigures {
 }
 
 /** The ancestors' policies: each binds, neither refuses the bench's requests. */
-export const LINEAGE_POLICIES = [{ restrictions: { methods: ["GET", "POST"] } }, { restrictions: { paths: ["/customers/*/**"] } }];
+export const LINEAGE_POLICIES = [{ restrictions: { methods: ["GET", "POST"] } }, { restrictions: { methods: ["GET", "POST", "PUT", "DELETE"] } }];
 
 /** Makes customer `customer`'s key three generations deep: the admin's key with a policy, its child with one, their grandchild. */
 async function deepKey(admin: Client, adminToken: string, customer: string): Promise<string> {
