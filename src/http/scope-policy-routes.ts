@@ -12,7 +12,8 @@ import { creditsBody, creditsObject, policyBody } from "./schemas.ts";
 // Entities' policies and balances on the key paths' scope grammar (docs/api.md, "Key policy"):
 // `{scope path}/policy` and `{scope path}/credits`, beside `{scope path}/keys`. Any key that may use the
 // path reads them; only a key whose scope strictly contains the entity sets them, so no key loosens
-// the limits that bind it, and a customer's are the admin's alone.
+// the limits that bind it, and a customer's are the admin's alone. A restricted key (docs/api.md,
+// "Restricted keys") neither reads nor sets them: 403.
 
 /** The scope paths: each key base without its `/keys`. */
 const SCOPE_PATHS = BASES.filter((b) => b.path !== "/keys").map((b) => ({ path: b.path.replace(/\/keys$/, ""), tag: b.tag }));
@@ -32,14 +33,14 @@ function refusal(level: PolicedLevel) {
     : `A key may not set the policy or credits of its own ${level}: a key above it may.`);
 }
 
-const STRICTLY = "by a key whose scope strictly contains the entity (403 for one at the entity's own level)";
+const STRICTLY = "by a key whose scope strictly contains the entity (403 for one at the entity's own level, and for a restricted key)";
 
 export function scopePolicyRoutes(ctx: Context): Route[] {
   return SCOPE_PATHS.flatMap(({ path, tag }) => {
     const noun = nounOf(`${path}/`);
     return [
       route({
-        method: "get", path: `${path}/policy`, operationId: `get${noun}Policy`, tag, auth: "key", refusals: ["not_found"],
+        method: "get", path: `${path}/policy`, operationId: `get${noun}Policy`, tag, auth: "key", refusals: ["forbidden", "not_found"],
         summary: "The entity's policy, its credits at the live balance; null for none",
         ok: { status: 200, description: "The policy, or null", schema: policyBody },
         handle: async (req, res) => {
@@ -57,7 +58,7 @@ export function scopePolicyRoutes(ctx: Context): Route[] {
         },
       }),
       route({
-        method: "get", path: `${path}/credits`, operationId: `get${noun}Credits`, tag, auth: "key", refusals: ["not_found"],
+        method: "get", path: `${path}/credits`, operationId: `get${noun}Credits`, tag, auth: "key", refusals: ["forbidden", "not_found"],
         summary: "The entity's balance and next refill; 404 when its policy has no credits",
         ok: { status: 200, description: "The balance", schema: creditsObject },
         handle: async (req, res) => {
