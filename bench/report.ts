@@ -46,6 +46,7 @@ export const FIGURES = [
   { key: "policyAuthVsPlain", label: "GET /auth for a key with a rate limit and credits ÷ for a key without a policy", unit: "×", target: { op: ">=", value: 0.6 } },
   { key: "policyAuthP99Ms", label: "GET /auth for a key with a rate limit and credits: p99 latency", unit: "ms" },
   { key: "policyTransactionsPerRequest", label: "GET /auth for a key with a rate limit and credits: DB transactions per admitted request", unit: "", target: { op: "<=", value: 0.02 } },
+  { key: "lineageAuthVsPlain", label: "GET /auth for a key three generations deep, both ancestors with policies ÷ for a key without a policy", unit: "×", target: { op: ">=", value: 0.8 } },
   { key: "webhookDeliveriesPerSecond", label: "webhooks: 1,000 queued messages delivered to a local receiver", unit: "msg/s", target: { op: ">=", value: 500 } },
   { key: "webhookProvisioningVsNone", label: "provisioning with one webhook subscribed ÷ with none", unit: "×", target: { op: ">=", value: 0.8 } },
   { key: "nginxAuthVsPlain", label: "nginx with auth_request to keyplane ÷ nginx without", unit: "×", target: { op: ">=", value: 0.5 } },

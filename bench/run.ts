@@ -12,6 +12,7 @@ import { countDetail, countFigures, countTransactions, createBenchDatabase, DEFA
 import { client, expectStatus, type Client } from "./http.ts";
 import { load, percentile, summarize, type LoadResult } from "./load.ts";
 import { metricsPhase } from "./metrics.ts";
+import { lineagePhase } from "./lineage.ts";
 import { policyPhase } from "./policy.ts";
 import { webhooksPhase } from "./webhooks.ts";
 import { scalingPhase } from "./scaling.ts";
@@ -486,6 +487,9 @@ async function main(): Promise<number> {
       Object.assign(values, policy.figures);
       Object.assign(details, policy.details);
       runs.policy = policy;
+      const lineage = await lineagePhase(tools, a, admin, env.adminToken, fixture, "bench-lineage");
+      Object.assign(values, lineage.figures);
+      Object.assign(details, lineage.details);
     }
     if (s.phases.has("webhooks")) {
       const owner = await customerWithKey(admin, env.adminToken, "bench-webhooks");

@@ -23,6 +23,7 @@ export function keyJson(key: Key): Record<string, unknown> {
     expiresAt: key.expiresAt,
     lastUsedAt: key.lastUsedAt,
     replacedBy: key.replacedBy,
+    parentId: key.parentId,
     policy: key.policy,
     tenant: key.tenant,
     "tenant-id": key.tenantId,

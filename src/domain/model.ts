@@ -89,6 +89,12 @@ export interface StoredKey extends Scope {
   lastUsedAt: Date | null;
   /** The id of the key that replaced this one in a rotation. */
   replacedBy: number | null;
+  /** The key whose token made this one through the key paths (docs/api.md, "Restricted keys"); null for none. */
+  parentId: number | null;
+  /** The id of the first key of its rotation chain: the holder of its own counters (domain/lineage.ts). */
+  lineage: number;
+  /** Its ancestors' lineages, outermost first. */
+  ancestors: readonly number[];
   /** The key's own policy (docs/api.md, "Key policy"); null for none. Its entities' bind it too. */
   policy: Policy | null;
   tenant: Customer;

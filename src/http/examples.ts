@@ -22,7 +22,7 @@ const key = {
   id: 17, keyId: "XI0123456789ABCDEF0123456789AB7798", name: "billing", active: true, type: "customer",
   tenantId: 1, domainId: 10, applicationId: null, subscriberId: null, userId: null, secret: null,
   createdAt: at, modifiedAt: at, deletedAt: null, activeAt: at, expiresAt: "2027-02-21T10:00:00.000Z", lastUsedAt: "2026-11-23T10:05:00.000Z",
-  replacedBy: null, policy: keyPolicy, tenant: customer, "tenant-id": 1, domain, "domain-id": 10,
+  replacedBy: null, parentId: 12, policy: keyPolicy, tenant: customer, "tenant-id": 1, domain, "domain-id": 10,
 };
 
 const webhook = {

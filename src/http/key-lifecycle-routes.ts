@@ -6,7 +6,7 @@ import { rotateKey } from "../services/key-rotation.ts";
 import { keyShown } from "../services/keys.ts";
 import { keyAuthor } from "./author.ts";
 import { setNextLink } from "./key-list.ts";
-import { authorizedScope, keyRef } from "./key-scope.ts";
+import { authorizedScope, callerReach, keyRef } from "./key-scope.ts";
 import { eventJson, keyJson } from "./present.ts";
 import { route, type Route } from "./route.ts";
 import { eventObject, eventsQuery, keyEventsQuery, keyObject, rotateBody } from "./schemas.ts";
@@ -47,8 +47,7 @@ export function rotateSelfRoute(ctx: Context): Route {
     summary: `${ROTATE_SUMMARY} (the calling key)`,
     ok: { status: 200, description: "The new key", schema: keyObject },
     handle: async (req, res, { body }) => {
-      const { key, scope } = req.principal!;
-      res.json(keyJson(await keyShown(ctx, await rotateKey(ctx, scope, String(key.id), body, keyAuthor(req)))));
+      res.json(keyJson(await keyShown(ctx, await rotateKey(ctx, callerReach(req), String(req.principal!.key.id), body, keyAuthor(req)))));
     },
   });
 }
@@ -59,7 +58,7 @@ export function eventsRoute(ctx: Context): Route {
     method: "get", path: "/events", operationId: "listEvents", tag: "keys", auth: "key", query: eventsQuery,
     summary: "The events of every key the calling key may manage, newest first",
     ok: { status: 200, description: "A page of events", schema: eventObject.array(), headers: ["Link"] },
-    handle: async (req, res, { query }) => sendEventPage(req, res, query, (page) => listEvents(ctx, req.principal!.scope, page)),
+    handle: async (req, res, { query }) => sendEventPage(req, res, query, (page) => listEvents(ctx, callerReach(req), page)),
   });
 }
 

@@ -1,5 +1,6 @@
 import type { Request } from "express";
-import { unauthorized } from "../domain/errors.ts";
+import { forbidden, unauthorized } from "../domain/errors.ts";
+import type { Reach } from "../domain/lineage.ts";
 import { mayReach } from "../domain/access.ts";
 import type { Scope, ScopeRefs } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
@@ -11,7 +12,17 @@ import { resolvePathScope } from "../services/path-scope.ts";
  * (Every key handler reads: authenticate and validate (route.ts), load and authorize (this), act (a
  * service, which sees only keys inside the scope), respond.)
  */
-export async function authorizedScope(ctx: Context, req: Request): Promise<Scope> {
+export async function authorizedScope(ctx: Context, req: Request): Promise<Reach> {
+  return { ...(await authorizedTarget(ctx, req)), caller: req.principal!.caller };
+}
+
+/** The calling key's own scope, and the key itself: what /keys and /keys/self work in. */
+export function callerReach(req: Request): Reach {
+  const { scope, caller } = req.principal!;
+  return { ...scope, caller };
+}
+
+async function authorizedTarget(ctx: Context, req: Request): Promise<Scope> {
   const caller = req.principal!.scope;
   if (!("customer" in req.params || "domain" in req.params || "application" in req.params || "subscriber" in req.params)) {
     return caller;
@@ -20,6 +31,14 @@ export async function authorizedScope(ctx: Context, req: Request): Promise<Scope
   // The level rules every platform path follows (domain/access.ts); a key path never ends at an application.
   if (!resolved || !mayReach(caller, resolved, req.method, false)) throw unauthorized("This key may not manage keys here.");
   return resolved.target;
+}
+
+/**
+ * A restricted key (docs/api.md, "Restricted keys") may not use a path about more than itself and its
+ * descendants (webhooks, entities' policies and credits): 403.
+ */
+export function refuseRestricted(req: Request, what: string): void {
+  if (req.principal?.caller.restricted) throw forbidden(`A restricted key (its own or an ancestor's policy binds it) may not use ${what}.`);
 }
 
 /**

@@ -14,13 +14,14 @@ const base: Key = {
   id: 17, keyId: "XI0123456789ABCDEF0123456789AB7798", name: "billing", active: true, type: "customer",
   tenantId: 1, domainId: null, applicationId: null, subscriberId: null, userId: null, managedBy: null,
   createdAt: at("2026-11-23T10:00:00.123Z"), modifiedAt: at("2026-11-23T10:00:00.123Z"), deletedAt: null, activeAt: null,
-  expiresAt: null, lastUsedAt: null, replacedBy: null, policy: null, tenant: customer, domain: null, application: null, subscriber: null, user: null,
+  expiresAt: null, lastUsedAt: null, replacedBy: null, parentId: null, lineage: 17, ancestors: [], policy: null, tenant: customer, domain: null, application: null, subscriber: null, user: null,
 };
 
 describe("keyJsonText", () => {
   it.each<[string, Key]>([
     ["a customer key", base],
     ["a domain key, expiring, used, replaced", { ...base, domainId: 10, domain, activeAt: at("2026-11-23T11:00:00Z"), expiresAt: at("2027-01-01T00:00:00Z"), lastUsedAt: at("2026-11-23T12:00:00.5Z"), replacedBy: 18 }],
+    ["a key another key made", { ...base, parentId: 12, lineage: 9, ancestors: [3, 9] }],
     ["an application key", { ...base, type: "application", domainId: 10, applicationId: 100, domain, application }],
     ["a subscriber key", { ...base, type: "subscriber", domainId: 10, subscriberId: 1000, domain, subscriber, active: false }],
     ["a key with a policy, in a customer with one", {

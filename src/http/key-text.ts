@@ -30,7 +30,7 @@ export function keyJsonText(key: Key): string {
     `"type":${JSON.stringify(key.type)},"tenantId":${key.tenantId},"domainId":${key.domainId},"applicationId":${key.applicationId},` +
     `"subscriberId":${key.subscriberId},"userId":${key.userId},"secret":null,"createdAt":${time(key.createdAt)},` +
     `"modifiedAt":${time(key.modifiedAt)},"deletedAt":${time(key.deletedAt)},"activeAt":${time(key.activeAt)},` +
-    `"expiresAt":${time(key.expiresAt)},"lastUsedAt":${time(key.lastUsedAt)},"replacedBy":${key.replacedBy},` +
+    `"expiresAt":${time(key.expiresAt)},"lastUsedAt":${time(key.lastUsedAt)},"replacedBy":${key.replacedBy},"parentId":${key.parentId},` +
     `"policy":${key.policy === null ? "null" : JSON.stringify(key.policy)},` +
     `"tenant":${entity(key.tenant)},"tenant-id":${key.tenantId}`;
   if (key.domain) text += `,"domain":${entity(key.domain)},"domain-id":${key.domainId}`;

@@ -33,8 +33,8 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
       },
     }),
     route({
-      method: "post", path: base, operationId: `provision${noun}Key`, tag, auth: "key", body: provisionBody,
-      summary: "Provision a key at the scope; an existing live key of the same name is returned instead",
+      method: "post", path: base, operationId: `provision${noun}Key`, tag, auth: "key", body: provisionBody, refusals: ["conflict"],
+      summary: "Provision a key at the scope; an existing live key of the same name is returned instead (409 to a restricted key for a name held by a key it does not reach)",
       ok: { status: 200, description: "The key", schema: keyObject },
       handle: async (req, res, { body }) => {
         const scope = await authorizedScope(ctx, req);

@@ -177,6 +177,7 @@ export const keyObject = z.object({
   expiresAt: timestamp.nullable().describe("From this time on the key is refused, and gone from lists; null for never."),
   lastUsedAt: timestamp.nullable().describe("The last successful authentication, to within a minute; null if never used."),
   replacedBy: id.nullable().describe("The id of the key that replaced this one in a rotation."),
+  parentId: id.nullable().describe("The id of the key whose token made this one through the key paths; null for keys made by the admin, the operator or the runtime. A key's policy binds every key it makes, and theirs (docs/api.md, \"Restricted keys\"); a rotation's new key keeps the old key's parent."),
   policy: policyObject.nullable().describe("The key's own policy; null for none. The policies of the entities it lies in bind it too, and are not repeated here."),
   tenant: customerObject,
   "tenant-id": id,
@@ -246,7 +247,8 @@ export const verifyBody = z.object({
 
 const rateLimitReport = z.object({
   name: z.string(),
-  scope: z.enum(["key", ...LEVELS]).describe("Whose limit: the key's own, or an entity's it lies in (shared by all its keys)."),
+  scope: z.enum(["key", ...LEVELS]).describe("Whose limit: a key's own (this key's or an ancestor's, shared by it and all its descendants), or an entity's it lies in (shared by all its keys)."),
+  id: id.optional().describe("For a key's limit: the numeric id of the key whose policy holds it (this key, or the ancestor that made it)."),
   limit: z.number().int(),
   remaining: z.number().int().describe("What the window has left, after this request's cost when it was admitted."),
   reset: z.number().int().min(1).describe("Whole seconds until the window ends."),

@@ -4,7 +4,7 @@ import { sameScope } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
 import { entityAt, entityCredits, entityPolicy, setEntityCredits, setEntityPolicy, type PolicedLevel } from "../services/policies.ts";
 import { BASES, nounOf } from "./key-bases.ts";
-import { authorizedScope } from "./key-scope.ts";
+import { authorizedScope, refuseRestricted } from "./key-scope.ts";
 import { creditsChange } from "./credits-change.ts";
 import { route, type Route } from "./route.ts";
 import { creditsBody, creditsObject, policyBody } from "./schemas.ts";
@@ -12,7 +12,8 @@ import { creditsBody, creditsObject, policyBody } from "./schemas.ts";
 // Entities' policies and balances on the key paths' scope grammar (docs/api.md, "Key policy"):
 // `{scope path}/policy` and `{scope path}/credits`, beside `{scope path}/keys`. Any key that may use the
 // path reads them; only a key whose scope strictly contains the entity sets them, so no key loosens
-// the limits that bind it, and a customer's are the admin's alone.
+// the limits that bind it, and a customer's are the admin's alone. A restricted key (docs/api.md,
+// "Restricted keys") neither reads nor sets them: 403.
 
 /** The scope paths: each key base without its `/keys`. */
 const SCOPE_PATHS = BASES.filter((b) => b.path !== "/keys").map((b) => ({ path: b.path.replace(/\/keys$/, ""), tag: b.tag }));
@@ -20,6 +21,7 @@ const SCOPE_PATHS = BASES.filter((b) => b.path !== "/keys").map((b) => ({ path: 
 /** Load and authorize: the entity the path ends at; for a change, refused unless the caller is above it. */
 async function authorizedEntity(ctx: Context, req: Request, change: boolean) {
   const target = await authorizedScope(ctx, req);
+  refuseRestricted(req, "entities' policies and credits");
   const at = await entityAt(ctx, target);
   if (change && sameScope(req.principal!.scope, target)) throw refusal(at.level);
   return at;
@@ -31,14 +33,14 @@ function refusal(level: PolicedLevel) {
     : `A key may not set the policy or credits of its own ${level}: a key above it may.`);
 }
 
-const STRICTLY = "by a key whose scope strictly contains the entity (403 for one at the entity's own level)";
+const STRICTLY = "by a key whose scope strictly contains the entity (403 for one at the entity's own level, and for a restricted key)";
 
 export function scopePolicyRoutes(ctx: Context): Route[] {
   return SCOPE_PATHS.flatMap(({ path, tag }) => {
     const noun = nounOf(`${path}/`);
     return [
       route({
-        method: "get", path: `${path}/policy`, operationId: `get${noun}Policy`, tag, auth: "key", refusals: ["not_found"],
+        method: "get", path: `${path}/policy`, operationId: `get${noun}Policy`, tag, auth: "key", refusals: ["forbidden", "not_found"],
         summary: "The entity's policy, its credits at the live balance; null for none",
         ok: { status: 200, description: "The policy, or null", schema: policyBody },
         handle: async (req, res) => {
@@ -56,7 +58,7 @@ export function scopePolicyRoutes(ctx: Context): Route[] {
         },
       }),
       route({
-        method: "get", path: `${path}/credits`, operationId: `get${noun}Credits`, tag, auth: "key", refusals: ["not_found"],
+        method: "get", path: `${path}/credits`, operationId: `get${noun}Credits`, tag, auth: "key", refusals: ["forbidden", "not_found"],
         summary: "The entity's balance and next refill; 404 when its policy has no credits",
         ok: { status: 200, description: "The balance", schema: creditsObject },
         handle: async (req, res) => {

@@ -7,7 +7,8 @@ const policyScope = z.enum(["key", "customer", "domain", "application", "subscri
 export const usageObject = z.object({
   ratelimits: z.array(z.object({
     name: z.string(),
-    scope: policyScope.describe("The level whose policy holds the limit: its count is shared by every key inside that level"),
+    scope: policyScope.describe("The level whose policy holds the limit: its count is shared by every key inside that level (for a key's: by the key and its descendants)"),
+    id: z.number().int().optional().describe("For a limit of an ancestor's policy (a key that made this one, or made its maker...): that key's numeric id"),
     limit: z.number().int(),
     windowSeconds: z.number().int(),
     remaining: z.number().int().describe("What no process has been handed yet in the current window: at most what processes hold unspent short of the truth"),

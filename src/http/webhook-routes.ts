@@ -9,6 +9,7 @@ import {
   createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, updateWebhook, webhookNotFound, type DeliveryPage,
 } from "../services/webhooks.ts";
 import { setNextLink } from "./key-list.ts";
+import { refuseRestricted } from "./key-scope.ts";
 import { route, type Route } from "./route.ts";
 import {
   adminWebhookBody, deliveriesQuery, deliveryObject, newWebhookObject, webhookBody, webhookListQuery, webhookObject, webhookUpdateBody,
@@ -49,6 +50,18 @@ async function sendDeliveryPage(req: Request, res: Response, page: DeliveryPage,
 }
 
 /** The operations on one base: the caller's scope (null: the admin's, every webhook) comes from the request. */
+/** A key route of webhooks, refused (403) to a restricted key first thing (docs/api.md, "Restricted keys"). */
+function unrestrictedOnly(r: Route): Route {
+  return {
+    ...r,
+    refusals: [...(r.refusals ?? []), "forbidden"],
+    handle: (req, res, input) => {
+      refuseRestricted(req, "webhooks");
+      return r.handle(req, res, input);
+    },
+  };
+}
+
 function webhookRoutes(ctx: Context, base: string, admin: boolean, caller: (req: Request) => Scope | null): Route[] {
   const one = `${base}/:webhookId`;
   const noun = admin ? "AdminWebhook" : "Webhook";
@@ -121,7 +134,7 @@ function webhookRoutes(ctx: Context, base: string, admin: boolean, caller: (req:
 
 export function webhooksRoutes(ctx: Context): Route[] {
   return [
-    ...webhookRoutes(ctx, "/webhooks", false, (req) => req.principal!.scope),
+    ...webhookRoutes(ctx, "/webhooks", false, (req) => req.principal!.scope).map(unrestrictedOnly),
     ...webhookRoutes(ctx, "/admin/webhooks", true, () => null),
   ];
 }

@@ -1,5 +1,6 @@
 import { forbidden, UNAUTHORIZED, unauthorized } from "../domain/errors.ts";
 import { keyState } from "../domain/key-state.ts";
+import type { KeyCaller } from "../domain/lineage.ts";
 import type { StoredKey } from "../domain/model.ts";
 import type { RestrictionReason } from "../domain/policy/restrictions.ts";
 import { scopeOf, type Scope } from "../domain/scope.ts";
@@ -17,6 +18,12 @@ export interface Principal {
   /** The token presented: the key's keyId. */
   token: string;
   scope: Scope;
+  /** The key as its use cases judge what it reaches: restricted, only itself and its descendants (docs/api.md, "Restricted keys"). */
+  caller: KeyCaller;
+}
+
+function principal(key: StoredKey, token: string, restricted: boolean): Principal {
+  return { key, token, scope: scopeOf(key), caller: { id: key.id, lineage: key.lineage, ancestors: key.ancestors, restricted } };
 }
 
 /** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), if any. */
@@ -87,14 +94,14 @@ export function verify(ctx: Context, header: string | undefined, request: KeyPat
     recordAuthentication(ctx, "rest", client, "valid");
     const chain = ctx.policies.chainOf(key);
     // A key no policy binds is let through at once, as before policies were.
-    if (chain === UNBOUND) return { key, token, scope: scopeOf(key) };
-    return after(chain, (c): Principal | Refusal => {
+    if (chain === UNBOUND && key.policy === null && key.ancestors.length === 0) return principal(key, token, false);
+    return after(chain, (c): Maybe<Principal | Refusal> => {
       const reason = restrictionOf(c, () => factsOf({ ip: client, referrer: request.referrer, method: request.method, path: request.path }));
       if (reason) {
         ctx.metrics?.policyDecision("restricted");
         return { restricted: reason };
       }
-      return { key, token, scope: scopeOf(key) };
+      return after(ctx.policies.restrictedOf(key), (restricted) => principal(key, token, restricted));
     });
   });
 }

@@ -1,6 +1,7 @@
 import type { Application, Customer, Domain, Key, Subscriber } from "../domain/model.ts";
 import type { Credits, Policy } from "../domain/policy/policy.ts";
 import { lastRefillAt, nextRefillAt } from "../domain/policy/refill.ts";
+import { keyHolder } from "../domain/lineage.ts";
 import type { Queryable } from "../store/database.ts";
 import { balanceList, policyHolder, type Balance } from "../store/policies.ts";
 
@@ -68,7 +69,7 @@ export async function keysShown<K extends Key>(db: Queryable, keys: K[], now: Da
     const own = k.policy?.credits;
     return {
       ...k,
-      policy: own ? withRemaining(k.policy!, liveRemaining(balances.get(policyHolder("key", k.id)), own, now)) : k.policy,
+      policy: own ? withRemaining(k.policy!, liveRemaining(balances.get(keyHolder(k)), own, now)) : k.policy,
       tenant: shown("customer", k.tenant)!,
       domain: shown("domain", k.domain),
       application: shown("application", k.application),
@@ -84,7 +85,7 @@ const hasCredits = (k: Key) =>
 /** A key's holders with their credits, if any: its own, and its entities'. */
 function chain(k: Key): [string, Credits | undefined][] {
   return [
-    [policyHolder("key", k.id), k.policy?.credits],
+    [keyHolder(k), k.policy?.credits],
     [policyHolder("customer", k.tenant.id), k.tenant.policy?.credits],
     ...(k.domain ? [[policyHolder("domain", k.domain.id), k.domain.policy?.credits] as [string, Credits | undefined]] : []),
     ...(k.application ? [[policyHolder("application", k.application.id), k.application.policy?.credits] as [string, Credits | undefined]] : []),

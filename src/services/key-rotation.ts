@@ -2,7 +2,7 @@ import { conflict } from "../domain/errors.ts";
 import { expiryOf, requireFuture } from "../domain/expiry.ts";
 import { changesBetween, type Author } from "../domain/key-event.ts";
 import type { Key, StoredKey } from "../domain/model.ts";
-import type { Scope } from "../domain/scope.ts";
+import type { Reach } from "../domain/lineage.ts";
 import type { Queryable } from "../store/database.ts";
 import { keyLockById, keyRotate, type KeyInsert } from "../store/keys.ts";
 import type { Context } from "./context.ts";
@@ -20,7 +20,7 @@ export interface RotateRequest extends ExpiryRequest {
  * locked first, so of concurrent rotations, on any process, one makes the successor and the others
  * find the key replaced: 409.
  */
-export async function rotateKey(ctx: Context, target: Scope, ref: string, req: RotateRequest, by: Author): Promise<Key> {
+export async function rotateKey(ctx: Context, target: Reach, ref: string, req: RotateRequest, by: Author): Promise<Key> {
   const now = ctx.clock();
   const successorExpiresAt = expiryOf(req, now);
   requireFuture(successorExpiresAt, now);

@@ -14,6 +14,8 @@ import { creditsView, liveRemaining } from "./credits.ts";
 export interface LimitUsage {
   name: string;
   scope: PolicyLevel;
+  /** For an ancestor's limit (docs/api.md, "Restricted keys"): the key whose policy it is. */
+  id?: number;
   limit: number;
   windowSeconds: number;
   remaining: number;
@@ -38,6 +40,7 @@ export async function keyUsage(ctx: Context, key: StoredKey): Promise<KeyUsage> 
   const ratelimits = limits.map(({ link, limit }, i): LimitUsage => ({
     name: limit.name,
     scope: link.scope,
+    ...(link.id !== undefined && link.id !== key.id && { id: link.id }),
     limit: limit.limit,
     windowSeconds: limit.windowSeconds,
     remaining: Math.max(0, limit.limit - granted[i]!),

@@ -1,23 +1,26 @@
 import { conflict, forbidden, notFound, UniqueViolation } from "../domain/errors.ts";
 import { expiryOf, requireFuture } from "../domain/expiry.ts";
 import { parseId } from "../domain/identifier.ts";
+import { childAncestors, isSelf, keyHolder, reaches, type KeyCaller, type Reach } from "../domain/lineage.ts";
 import { changesBetween, type Author, type Changes } from "../domain/key-event.ts";
 import { isExpired } from "../domain/key-state.ts";
 import { keyTypeFor, type Key, type StoredKey } from "../domain/model.ts";
 import type { Policy } from "../domain/policy/policy.ts";
-import { mayManage, scopeOf, type Scope } from "../domain/scope.ts";
+import { mayManage, scopeOf } from "../domain/scope.ts";
 import { isTokenFormat, newToken, tokenHash } from "../domain/token.ts";
 import {
   holderOf, keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyListByScope, keyLockById,
   keyRecordExpiries, keyUpdate, type Entities, type KeyFilter, type KeyInsert, type KeyUpdate,
 } from "../store/keys.ts";
-import { orderedPolicy, policyHolder } from "../store/policies.ts";
+import { orderedPolicy } from "../store/policies.ts";
 import type { Context } from "./context.ts";
 import { keysShown } from "./credits.ts";
 import { policyChanges, resetBalance } from "./policy-changes.ts";
 
 // Use cases of keys. `target` is always the scope the caller is working in (already authorized):
-// a key outside it is treated exactly like a key that does not exist, and so is an expired one.
+// a key outside it is treated exactly like a key that does not exist, and so is an expired one. On
+// the key paths it names the calling key too (domain/lineage.ts): a restricted caller reaches only
+// itself and its descendants, and every other key is as if it did not exist.
 // `by` is who makes a change: every change is recorded as an event, in the same transaction.
 
 export function unseal(ctx: Context, stored: StoredKey): Key {
@@ -33,7 +36,7 @@ export function withToken(s: StoredKey, keyId: string): Key {
     id: s.id, keyId, name: s.name, active: s.active, type: s.type, tenantId: s.tenantId, domainId: s.domainId,
     applicationId: s.applicationId, subscriberId: s.subscriberId, userId: s.userId, managedBy: s.managedBy,
     createdAt: s.createdAt, modifiedAt: s.modifiedAt, deletedAt: s.deletedAt, activeAt: s.activeAt, expiresAt: s.expiresAt,
-    lastUsedAt: s.lastUsedAt, replacedBy: s.replacedBy, policy: s.policy, tenant: s.tenant, domain: s.domain, application: s.application,
+    lastUsedAt: s.lastUsedAt, replacedBy: s.replacedBy, parentId: s.parentId, lineage: s.lineage, ancestors: s.ancestors, policy: s.policy, tenant: s.tenant, domain: s.domain, application: s.application,
     subscriber: s.subscriber, user: s.user,
   };
 }
@@ -66,7 +69,7 @@ export interface ProvisionRequest extends ExpiryRequest {
  * still holds its place in that index: its expiry is recorded (which frees the name), and the insert
  * tried again.
  */
-export async function provisionKey(ctx: Context, scope: Scope, req: ProvisionRequest, by: Author): Promise<{ key: Key; created: boolean }> {
+export async function provisionKey(ctx: Context, scope: Reach, req: ProvisionRequest, by: Author): Promise<{ key: Key; created: boolean }> {
   const now = ctx.clock();
   const expiresAt = expiryOf(req, now);
   requireFuture(expiresAt, now);
@@ -76,13 +79,16 @@ export async function provisionKey(ctx: Context, scope: Scope, req: ProvisionReq
   for (let attempt = 0; attempt < 3; attempt++) {
     const { token, ...minted } = mintToken(ctx);
     const inserted = await ctx.keyInserts.insert({
-      ...minted, name: req.name, active, type: keyTypeFor(scope), scope, userId: null, managedBy: req.managedBy ?? null, expiresAt, policy, author: by, changes, now,
+      ...minted, name: req.name, active, type: keyTypeFor(scope), scope: scopeOf(scope), userId: null, managedBy: req.managedBy ?? null, expiresAt, policy,
+      ...parentage(scope.caller), author: by, changes, now,
     });
     if (inserted) {
       ctx.metrics?.keyEvents("created");
       return { key: await keyShown(ctx, withToken(inserted, token)), created: true };
     }
     const holder = await keyFindByIdentity(ctx.db, scope, req.name, now);
+    // A restricted caller never learns another key's token by naming it: the name is taken (409).
+    if (holder && !reaches(scope.caller, holder)) throw conflict(`A key named "${req.name}" already exists in this scope.`);
     if (holder) return { key: await keyShown(ctx, unseal(ctx, holder)), created: false };
     // No live key holds the name, so an expired one does, or the holder went between the two statements.
     await keyRecordExpiries(ctx.db, holderOf(scope, req.name), now);
@@ -90,20 +96,25 @@ export async function provisionKey(ctx: Context, scope: Scope, req: ProvisionReq
   throw new Error("provisioning did not settle after 3 attempts");
 }
 
-/** A live key inside `target`, named by keyId or numeric id; undefined when there is none. */
-export async function findKey(ctx: Context, target: Scope, ref: string): Promise<StoredKey | undefined> {
+/** The parent a key made by `caller` records, and its ancestors; none for the admin, the operator and the runtime. */
+function parentage(caller: KeyCaller | undefined): { parentId: number | null; ancestors: readonly number[] } {
+  return caller ? { parentId: caller.id, ancestors: childAncestors(caller) } : { parentId: null, ancestors: [] };
+}
+
+/** A live key inside `target` that its caller reaches, named by keyId or numeric id; undefined when there is none. */
+export async function findKey(ctx: Context, target: Reach, ref: string): Promise<StoredKey | undefined> {
   const now = ctx.clock();
   const id = parseId(ref);
   const stored =
     isTokenFormat(ref) ? await keyFindByHash(ctx.db, tokenHash(ref))
     : id !== undefined ? await keyFindById(ctx.db, id, now)
     : undefined;
-  return stored && !isExpired(stored.expiresAt, now) && mayManage(target, stored) ? stored : undefined;
+  return stored && !isExpired(stored.expiresAt, now) && mayManage(target, stored) && reaches(target.caller, stored) ? stored : undefined;
 }
 
 export const keyNotFound = () => notFound("No such key.");
 
-export async function getKey(ctx: Context, target: Scope, ref: string): Promise<Key> {
+export async function getKey(ctx: Context, target: Reach, ref: string): Promise<Key> {
   const stored = await findKey(ctx, target, ref);
   if (!stored) throw keyNotFound();
   return keyShown(ctx, unseal(ctx, stored));
@@ -114,9 +125,12 @@ export async function keyShown(ctx: Context, key: Key): Promise<Key> {
   return (await keysShown(ctx.db, [key], ctx.clock()))[0]!;
 }
 
-/** A key may not change its own policy or credits: they are set from above it (docs/api.md, "Key policy"). */
-export function refuseSelf(by: Author, keyId: number, what: string): void {
-  if (by.actor.type === "key" && by.actor.id === keyId) throw forbidden(`A key may not change its own ${what}.`);
+/**
+ * A key may not change its own policy or credits: they are set from above it (docs/api.md, "Key
+ * policy"). Its own is any token of its rotation chain: a successor is the same key.
+ */
+export function refuseSelf(target: Reach, key: StoredKey, what: string): void {
+  if (isSelf(target.caller, key)) throw forbidden(`A key may not change its own ${what}.`);
 }
 
 /** A change to a key through PUT (or the operator): each field left out stays as it is; expiresAt null removes the expiry. */
@@ -147,12 +161,12 @@ function patched(before: StoredKey, patch: KeyPatch, now: Date): KeyUpdate {
  */
 export type BalanceOnPolicy = "reset" | "keep";
 
-export async function updateKey(ctx: Context, target: Scope, ref: string, patch: KeyPatch, by: Author, balance: BalanceOnPolicy = "reset"): Promise<Key> {
+export async function updateKey(ctx: Context, target: Reach, ref: string, patch: KeyPatch, by: Author, balance: BalanceOnPolicy = "reset"): Promise<Key> {
   const now = ctx.clock();
   if (patch.expiresAt) requireFuture(patch.expiresAt, now);
   const found = await findKey(ctx, target, ref);
   if (!found) throw keyNotFound();
-  if (patch.policy !== undefined) refuseSelf(by, found.id, "policy");
+  if (patch.policy !== undefined) refuseSelf(target, found, "policy");
   try {
     const updated = await ctx.db.transaction(async (tx) => {
       const before = await keyLockById(tx, found.id, now);
@@ -162,7 +176,7 @@ export async function updateKey(ctx: Context, target: Scope, ref: string, patch:
       // A policy given is a policy set: its credits' balance starts again from their `remaining`, unless
       // the caller keeps the balance of a key that has credits before and after.
       const keeps = balance === "keep" && before.policy?.credits !== undefined && after.policy?.credits !== undefined;
-      if (patch.policy !== undefined && !keeps) Object.assign(changes, await resetBalance(tx, policyHolder("key", before.id), before.policy, after.policy ?? null, now));
+      if (patch.policy !== undefined && !keeps) Object.assign(changes, await resetBalance(tx, keyHolder(before), before.policy, after.policy ?? null, now));
       if (Object.keys(changes).length === 0) return false;
       // A name still held by an expired key is free: record that expiry first, or the index refuses the name.
       if (changes.name) await keyRecordExpiries(tx, holderOf(scopeOf(before), after.name), now);
@@ -170,6 +184,9 @@ export async function updateKey(ctx: Context, target: Scope, ref: string, patch:
       return true;
     });
     if (updated) ctx.metrics?.keyEvents("updated");
+    // The key's descendants are bound by its policy: this process resolves their chains again at once
+    // (others hear of it from the database, migrations/0008).
+    if (updated && patch.policy !== undefined) ctx.policies.clear();
   } catch (error) {
     if (error instanceof UniqueViolation) throw conflict(`A key named "${patch.name}" already exists in this scope.`);
     throw error;
@@ -179,7 +196,7 @@ export async function updateKey(ctx: Context, target: Scope, ref: string, patch:
 }
 
 /** Deletes a key inside `target`; nothing happens for a key that is not there (DELETE is 204 either way). */
-export async function deleteKey(ctx: Context, target: Scope, ref: string, by: Author): Promise<void> {
+export async function deleteKey(ctx: Context, target: Reach, ref: string, by: Author): Promise<void> {
   const stored = await findKey(ctx, target, ref);
   if (!stored) return;
   if (await keyDelete(ctx.db, stored.id, by, ctx.clock())) ctx.metrics?.keyEvents("deleted");
@@ -199,13 +216,15 @@ const PAGE_SIZE = 500;
  * that a list of any length streams in bounded memory. The next page is asked for as soon as a page
  * arrives, so the database reads it while this one is written out.
  */
-export async function* listKeys(ctx: Context, scope: Scope, req: ListRequest): AsyncGenerator<Key> {
+export async function* listKeys(ctx: Context, scope: Reach, req: ListRequest): AsyncGenerator<Key> {
   const now = ctx.clock();
+  const caller = scope.caller;
+  const filter: KeyFilter = caller?.restricted ? { ...req.filter, within: caller.lineage } : req.filter;
   let remaining = req.limit ?? Infinity;
   const entities: Entities = new Map();
   const read = (after: number) => {
     const size = Math.min(PAGE_SIZE, remaining);
-    const page = keyListByScope(ctx.db, scope, req.filter, after, size, now, entities).then((keys) => ({ keys, full: keys.length === size }));
+    const page = keyListByScope(ctx.db, scope, filter, after, size, now, entities).then((keys) => ({ keys, full: keys.length === size }));
     page.catch(() => undefined); // awaited below; never an unhandled rejection if the reader stops first
     return page;
   };

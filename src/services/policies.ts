@@ -4,6 +4,7 @@ import type { Application, Customer, Domain, Subscriber } from "../domain/model.
 import { CREDITS_REMAINING, type Credits, type Policy } from "../domain/policy/policy.ts";
 import { lastRefillAt } from "../domain/policy/refill.ts";
 import { levelOf, type Scope } from "../domain/scope.ts";
+import { keyHolder, type Reach } from "../domain/lineage.ts";
 import type { Queryable } from "../store/database.ts";
 import { entityFind, entityLock, entityPolicyUpdate, TABLES, type PolicedTable } from "../store/directory.ts";
 import { keyLockById, keyRecordUpdate } from "../store/keys.ts";
@@ -85,26 +86,26 @@ export async function setEntityCredits(ctx: Context, level: PolicedLevel, id: nu
 }
 
 /** A key's own balance and next refill; 404 when the key is not there or its own policy has no credits. */
-export async function keyCredits(ctx: Context, target: Scope, ref: string): Promise<CreditsView> {
+export async function keyCredits(ctx: Context, target: Reach, ref: string): Promise<CreditsView> {
   const found = await findKey(ctx, target, ref);
   if (!found) throw keyNotFound();
   const credits = found.policy?.credits;
   if (!credits) throw noCredits("key");
-  return shownCredits(ctx, policyHolder("key", found.id), credits);
+  return shownCredits(ctx, keyHolder(found), credits);
 }
 
 /** Sets or changes a key's own balance: never the calling key's own (403); an `updated` event with `changes.credits`. */
-export async function setKeyCredits(ctx: Context, target: Scope, ref: string, change: CreditsChange, by: Author): Promise<CreditsView> {
+export async function setKeyCredits(ctx: Context, target: Reach, ref: string, change: CreditsChange, by: Author): Promise<CreditsView> {
   const now = ctx.clock();
   const found = await findKey(ctx, target, ref);
   if (!found) throw keyNotFound();
-  refuseSelf(by, found.id, "credits");
+  refuseSelf(target, found, "credits");
   const { view, changed } = await ctx.db.transaction(async (tx) => {
     const key = await keyLockById(tx, found.id, now);
     if (!key) throw keyNotFound();
     const credits = key.policy?.credits;
     if (!credits) throw noCredits("key");
-    const { before, after } = await changeBalance(tx, policyHolder("key", key.id), credits, change, now);
+    const { before, after } = await changeBalance(tx, keyHolder(key), credits, change, now);
     if (before !== after) await keyRecordUpdate(tx, key.id, by, { credits: [before, after] }, now);
     return { view: creditsView(after, credits, now), changed: before !== after };
   });

@@ -29,7 +29,7 @@ function database(customer: Policy | null) {
 
 /** A customer key as the verification cache holds it, with its customer's policy as it was read. */
 function key(own: Policy | null, customer: Policy | null): StoredKey {
-  return { id: 17, tenantId: 3, domainId: null, applicationId: null, subscriberId: null, policy: own, tenant: { policy: customer }, domain: null, application: null, subscriber: null } as unknown as StoredKey;
+  return { id: 17, lineage: 17, ancestors: [], tenantId: 3, domainId: null, applicationId: null, subscriberId: null, policy: own, tenant: { policy: customer }, domain: null, application: null, subscriber: null } as unknown as StoredKey;
 }
 
 const limits = (chain: PolicyChain) => chain.map((link) => [link.holder, link.policy.ratelimits?.[0]?.limit]);
@@ -78,5 +78,54 @@ describe("PolicyChains", () => {
     const { db, chains } = database({ ratelimits: [{ name: "bad name", limit: 0, windowSeconds: 0 }] });
     expect(await chains.chainOf(key(null, null))).toBe(UNBOUND);
     expect(db.logs.join("")).toMatch(/"holder":"customer:3".*"reason":"ratelimits\[0\]\.name: .*a stored policy is not valid/);
+  });
+});
+
+describe("PolicyChains, for a key other keys made (docs/api.md, \"Restricted keys\")", () => {
+  /** Keys 1 (lineage 1) and 5 (rotated into 9) made the key; what their newest keys hold, and reads. */
+  function lineageDatabase() {
+    const db = { ancestors: new Map<number, { id: number; policy: Policy | null }>([[1, { id: 1, policy: limit(50) }], [5, { id: 9, policy: null }]]), reads: 0, down: false };
+    const q: Queryable = {
+      async query<R extends Row>(sql: string) {
+        db.reads++;
+        if (db.down) throw new StoreUnavailable("test");
+        if (sql.includes("DISTINCT ON")) return [...db.ancestors].map(([lineage, a]) => ({ lineage, ...a })) as unknown as R[];
+        return [{ customer: null, domain: null, application: null, subscriber: null }] as unknown as R[];
+      },
+      exec: async () => undefined,
+    };
+    return { db, chains: new PolicyChains(q, pino({ level: "silent" })) };
+  }
+  const made = (own: Policy | null) => ({ ...key(own, null), id: 12, lineage: 12, ancestors: [1, 5] }) as StoredKey;
+
+  it("binds it by each ancestor's own policy, between the entities' and its own, held by the ancestor's lineage", async () => {
+    const { db, chains } = lineageDatabase();
+    db.ancestors.set(5, { id: 9, policy: limit(20) });
+    const chain = await chains.chainOf(made(limit(3)));
+    expect(chain.map((l) => [l.holder, l.id, l.policy.ratelimits?.[0]?.limit])).toEqual([["key:1", 1, 50], ["key:5", 9, 20], ["key:12", 12, 3]]);
+    expect(await chains.restrictedOf(made(null))).toBe(true);
+  });
+
+  it("keeps ancestors until an announcement, and reads them again after one", async () => {
+    const { db, chains } = lineageDatabase();
+    await chains.chainOf(made(null));
+    const reads = db.reads;
+    expect(limits(chains.chainOf(made(null)) as PolicyChain)).toEqual([["key:1", 50]]);
+    expect(db.reads).toBe(reads);
+    db.ancestors.set(1, { id: 1, policy: null });
+    chains.clear();
+    expect(await chains.chainOf(made(null))).toBe(UNBOUND);
+    expect(await chains.restrictedOf(made(null))).toBe(false);
+  });
+
+  it("takes ancestors as last read while the database cannot be reached, and never leaves one out", async () => {
+    const { db, chains } = lineageDatabase();
+    db.down = true;
+    await expect(chains.chainOf(made(null))).rejects.toBeInstanceOf(StoreUnavailable);
+    db.down = false;
+    await chains.chainOf(made(null));
+    db.down = true;
+    chains.listening("lost");
+    expect(limits(await chains.chainOf(made(null)))).toEqual([["key:1", 50]]);
   });
 });

@@ -1,14 +1,17 @@
 import type { Logger } from "pino";
 import { StoreUnavailable } from "../domain/errors.ts";
+import { isRestricted, policySources, type AncestorPolicy } from "../domain/lineage.ts";
 import type { StoredKey } from "../domain/model.ts";
 import { compilePolicy, type CompiledPolicy } from "../domain/policy/compile.ts";
 import type { Policy, PolicyLevel } from "../domain/policy/policy.ts";
 import type { ListenState, Queryable } from "../store/database.ts";
 import { entityPoliciesFind, type EntityPolicies } from "../store/entity-policies.ts";
-import type { Maybe } from "./maybe.ts";
+import { keyLineagePolicies } from "../store/keys.ts";
+import { after, type Maybe } from "./maybe.ts";
 
 // The policies that bind a key (docs/api.md, "Key policy"): its customer's, domain's, application's or
-// subscriber's, and its own, outermost first, each compiled once. What a verification does beyond the
+// subscriber's, its ancestors' own (docs/api.md, "Restricted keys"), and its own, outermost first,
+// each compiled once (the order is domain/lineage.ts's). What a verification does beyond the
 // level rules starts here, and for a key that nothing binds ends here: one WeakMap look-up.
 //
 // A key's own policy comes with the key: a change to it drops the key from every process's cache
@@ -20,11 +23,19 @@ import type { Maybe } from "./maybe.ts";
 //   verification cache then reads afresh on every look-up (key-cache.ts);
 // - when the database cannot be reached, from the key as last read (the stale window of docs/api.md,
 //   "When the database cannot be reached").
+// Ancestors' policies are read by lineage and kept the same way: a change of a key's policy that has
+// descendants is announced as a directory change (migrations/0008). While announcements may be
+// missed, and when the database cannot be reached, they are taken as last read (reading them afresh
+// would put a second wait for the database on every verification of an outage, after the key's
+// own), and everything is read again once announcements are heard; a key whose ancestors were never
+// read is not served without reading them (an ancestor's policy is never left out).
 
 /** One level's policy in a key's chain, and who holds its counters (`customer:3`, `key:17`). */
 export interface PolicyLink {
   scope: PolicyLevel;
   holder: string;
+  /** For a key's policy (its own or an ancestor's): the numeric id of the key whose policy it is. */
+  id?: number | undefined;
   policy: CompiledPolicy;
 }
 
@@ -34,6 +45,9 @@ export type PolicyChain = readonly PolicyLink[];
 export const UNBOUND: PolicyChain = Object.freeze([]);
 
 type Entity = Exclude<PolicyLevel, "key">;
+const NO_ANCESTORS: readonly AncestorPolicy[] = Object.freeze([]);
+/** Ancestors kept for an outage: bounded, as a cache of what the database says. */
+const MAX_ANCESTORS_READ = 100_000;
 const ENTITIES: readonly Entity[] = ["customer", "domain", "application", "subscriber"];
 
 export class PolicyChains {
@@ -44,6 +58,11 @@ export class PolicyChains {
   readonly #entities = new Map<string, Policy | null>();
   readonly #loading = new Map<string, Promise<EntityPolicies>>();
   readonly #compiled = new WeakMap<Policy, CompiledPolicy | undefined>();
+  /** Ancestors' own policies by lineage, as read since the last announcement. */
+  readonly #ancestors = new Map<number, AncestorPolicy>();
+  /** The same, as last read whenever: what a key's ancestors are taken as while the database cannot be reached. */
+  readonly #ancestorsRead = new Map<number, AncestorPolicy>();
+  readonly #restricted = new WeakMap<StoredKey, { generation: number; restricted: boolean }>();
   #generation = 0;
   #listening = true;
 
@@ -57,18 +76,69 @@ export class PolicyChains {
     const kept = this.#chains.get(key);
     if (kept !== undefined && kept.generation === this.#generation) return kept.chain;
     const generation = this.#generation;
-    const keep = (entities: EntityPolicies): PolicyChain => {
-      const chain = this.#chain(key, entities);
-      if (generation === this.#generation) this.#chains.set(key, { generation, chain });
-      return chain;
-    };
-    if (!this.#listening) return keep(carried(key));
-    const known = this.#known(key);
-    if (known) return keep(known);
-    return this.#load(key, generation).then(keep, (error: unknown) => {
-      if (error instanceof StoreUnavailable) return this.#chain(key, carried(key));
-      throw error;
+    return after(this.ancestorsOf(key), (ancestors) => {
+      const keep = (entities: EntityPolicies): PolicyChain => {
+        const chain = this.#chain(key, entities, ancestors);
+        if (generation === this.#generation) this.#chains.set(key, { generation, chain });
+        return chain;
+      };
+      if (!this.#listening) return keep(carried(key));
+      const known = this.#known(key);
+      if (known) return keep(known);
+      return this.#load(key, generation).then(keep, (error: unknown) => {
+        if (error instanceof StoreUnavailable) return this.#chain(key, carried(key), ancestors);
+        throw error;
+      });
     });
+  }
+
+  /**
+   * Whether `key` is restricted (it or an ancestor has a policy of its own): it then reaches only itself
+   * and its descendants. At once for a key with a policy or without ancestors.
+   */
+  restrictedOf(key: StoredKey): Maybe<boolean> {
+    if (key.policy !== null) return true;
+    if (key.ancestors.length === 0) return false;
+    const kept = this.#restricted.get(key);
+    if (kept !== undefined && kept.generation === this.#generation) return kept.restricted;
+    const generation = this.#generation;
+    return after(this.ancestorsOf(key), (ancestors) => {
+      const restricted = isRestricted(key.policy, ancestors);
+      if (generation === this.#generation) this.#restricted.set(key, { generation, restricted });
+      return restricted;
+    });
+  }
+
+  /** The own policies of `key`'s ancestors (none for a key without); at once when known. */
+  ancestorsOf(key: StoredKey): Maybe<readonly AncestorPolicy[]> {
+    if (key.ancestors.length === 0) return NO_ANCESTORS;
+    const kept = this.#listening ? this.#ancestors : this.#ancestorsRead;
+    const known: AncestorPolicy[] = [];
+    for (const lineage of key.ancestors) {
+      const a = kept.get(lineage);
+      if (a === undefined) break;
+      known.push(a);
+    }
+    if (known.length === key.ancestors.length) return known;
+    const generation = this.#generation;
+    return keyLineagePolicies(this.#db, key.ancestors).then(
+      (rows) => {
+        // A lineage with no key left (its entity was removed with it) binds nothing.
+        const found = new Map(rows.map((a) => [a.lineage, a]));
+        const read = key.ancestors.map((lineage) => found.get(lineage) ?? { lineage, id: lineage, policy: null });
+        if (this.#ancestorsRead.size > MAX_ANCESTORS_READ) this.#ancestorsRead.clear();
+        for (const a of read) {
+          this.#ancestorsRead.set(a.lineage, a);
+          if (this.#listening && generation === this.#generation) this.#ancestors.set(a.lineage, a);
+        }
+        return read;
+      },
+      (error: unknown) => {
+        const seen = key.ancestors.map((lineage) => this.#ancestorsRead.get(lineage));
+        if (error instanceof StoreUnavailable && !seen.includes(undefined)) return seen as AncestorPolicy[];
+        throw error;
+      },
+    );
   }
 
   /** Forgets every entity's policy: the directory changed. */
@@ -76,6 +146,7 @@ export class PolicyChains {
     this.#generation++;
     this.#entities.clear();
     this.#loading.clear();
+    this.#ancestors.clear();
   }
 
   /** The announcement connection's state: lost, entities' policies come with the keys until it is back. */
@@ -118,24 +189,25 @@ export class PolicyChains {
     return loading;
   }
 
-  #chain(key: StoredKey, entities: EntityPolicies): PolicyChain {
+  #chain(key: StoredKey, entities: EntityPolicies, ancestors: readonly AncestorPolicy[]): PolicyChain {
     const links: PolicyLink[] = [];
-    const add = (scope: PolicyLevel, id: number | null, policy: Policy | null) => {
-      if (id === null || policy === null) return;
-      const compiled = this.#compile(policy, scope, id);
-      if (compiled && binds(compiled)) links.push({ scope, holder: `${scope}:${id}`, policy: compiled });
-    };
-    for (const entity of ENTITIES) add(entity, entityId(key, entity), entities[entity]);
-    add("key", key.id, key.policy);
+    const levels = ENTITIES.flatMap((entity) => {
+      const id = entityId(key, entity);
+      return id === null ? [] : [{ scope: entity, holder: `${entity}:${id}`, policy: entities[entity] }];
+    });
+    for (const source of policySources(levels, ancestors, key)) {
+      const compiled = this.#compile(source.policy, source.holder);
+      if (compiled && binds(compiled)) links.push({ scope: source.scope, holder: source.holder, id: source.id, policy: compiled });
+    }
     return links.length === 0 ? UNBOUND : links;
   }
 
-  #compile(policy: Policy, scope: PolicyLevel, id: number): CompiledPolicy | undefined {
+  #compile(policy: Policy, holder: string): CompiledPolicy | undefined {
     if (this.#compiled.has(policy)) return this.#compiled.get(policy);
     const parsed = compilePolicy(policy, { stored: true });
     // The API refuses such a policy (a 400): only a hand-written row can hold one. It binds nothing
     // rather than refusing every key below it, and says so.
-    if (!parsed.ok) this.#log.error({ holder: `${scope}:${id}`, reason: parsed.reason }, "a stored policy is not valid; it is ignored");
+    if (!parsed.ok) this.#log.error({ holder, reason: parsed.reason }, "a stored policy is not valid; it is ignored");
     const compiled = parsed.ok ? parsed.value : undefined;
     this.#compiled.set(policy, compiled);
     return compiled;

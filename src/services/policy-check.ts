@@ -37,11 +37,11 @@ function prepare(chain: PolicyChain): Prepared {
   let p = prepared.get(chain);
   if (p !== undefined) return p;
   p = { restricted: false, facts: false, limits: [], balances: [], all: [] };
-  for (const { scope, holder, policy } of chain) {
+  for (const { scope, holder, id, policy } of chain) {
     if (policy.restrictions) p.restricted = p.facts = true;
     for (const limit of policy.ratelimits ?? []) {
       if (limit.methods || limit.paths) p.facts = true;
-      p.limits.push({ spec: { kind: "window", holder, scope, name: limit.name, limit: limit.limit, windowSeconds: limit.windowSeconds }, limit });
+      p.limits.push({ spec: { kind: "window", holder, scope, id, name: limit.name, limit: limit.limit, windowSeconds: limit.windowSeconds }, limit });
     }
     if (policy.credits) p.balances.push({ kind: "balance", holder, scope, credits: policy.credits });
   }
@@ -100,7 +100,7 @@ export function meteredVerdict(chain: PolicyChain, outcome: MeterOutcome, cost: 
   const uses: LimitUse[] = [];
   const balances: Balance[] = [];
   for (const { spec, available } of outcome.readings) {
-    if (spec.kind === "window") uses.push({ name: spec.name, scope: spec.scope, limit: spec.limit, windowSeconds: spec.windowSeconds, used: Math.max(0, spec.limit - available) });
+    if (spec.kind === "window") uses.push({ name: spec.name, scope: spec.scope, id: spec.id, limit: spec.limit, windowSeconds: spec.windowSeconds, used: Math.max(0, spec.limit - available) });
     else balances.push({ scope: spec.scope, remaining: available, refill: spec.credits.refill });
   }
   const nowMs = now.getTime();

@@ -15,7 +15,7 @@ import type { Maybe } from "./maybe.ts";
 
 /** A counter a request is judged by: one window of a rate limit, or a balance. */
 export type CounterSpec =
-  | { kind: "window"; holder: string; scope: PolicyLevel; name: string; limit: number; windowSeconds: number }
+  | { kind: "window"; holder: string; scope: PolicyLevel; id?: number | undefined; name: string; limit: number; windowSeconds: number }
   | { kind: "balance"; holder: string; scope: PolicyLevel; credits: Credits };
 
 export interface Reading {

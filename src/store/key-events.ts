@@ -2,7 +2,7 @@ import type { Actor, Author, Changes, KeyAction, KeyEvent } from "../domain/key-
 import type { KeyType } from "../domain/model.ts";
 import type { Scope } from "../domain/scope.ts";
 import type { Queryable, Row } from "./database.ts";
-import { insideScope } from "./scope-sql.ts";
+import { insideScope, withinLineage } from "./scope-sql.ts";
 
 // The key_events table (migrations/0003_key_lifecycle.sql). Events are written only by the statements
 // that change keys, through `recordEvents`, so an event never exists without its change, nor a
@@ -80,14 +80,21 @@ export interface EventPage {
   action?: KeyAction | undefined;
 }
 
-/** A page of the events of keys inside `scope` (every key's, for null), newest first. */
-export async function eventListByScope(q: Queryable, scope: Scope | null, page: EventPage): Promise<KeyEvent[]> {
+/**
+ * A page of the events of keys inside `scope` (every key's, for null), newest first; with `within`,
+ * only those of the key of that lineage and its descendants (a restricted caller's).
+ */
+export async function eventListByScope(q: Queryable, scope: Scope | null, page: EventPage, within?: number): Promise<KeyEvent[]> {
   const params: unknown[] = [page.before ?? null, page.limit, page.action ?? null];
   let sql = `SELECT ${EVENT_COLUMNS} FROM key_events e WHERE ($1::bigint IS NULL OR e.id < $1) AND ($3::text IS NULL OR e.action = $3)`;
   if (scope) {
     const inside = insideScope(scope, params.length + 1, "e");
     sql += ` AND ${inside.sql}`;
     params.push(...inside.params);
+  }
+  if (within !== undefined) {
+    params.push(within);
+    sql += ` AND e.key_id IN (SELECT k.id FROM api_keys k WHERE ${withinLineage(params.length)})`;
   }
   const rows = await q.query(`${sql} ORDER BY e.id DESC LIMIT $2`, params);
   return rows.map(eventFrom);

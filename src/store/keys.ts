@@ -1,12 +1,13 @@
 import type { Author, Changes } from "../domain/key-event.ts";
+import type { AncestorPolicy } from "../domain/lineage.ts";
 import type { KeyType, StoredKey } from "../domain/model.ts";
 import type { Policy } from "../domain/policy/policy.ts";
 import type { Scope } from "../domain/scope.ts";
 import type { Queryable, Row } from "./database.ts";
 import { eventParams, recordEvents } from "./key-events.ts";
-import { CREDITS_CHANNEL, policyParam } from "./policies.ts";
+import { policyFromColumn, policyParam } from "./policies.ts";
 import { addEntities, ENTITIES_SELECT, KEY_COLUMNS, KEY_SELECT, keySelect, listedKeyFrom, storedKeyFrom, type Entities } from "./rows.ts";
-import { insideScope } from "./scope-sql.ts";
+import { insideScope, withinLineage } from "./scope-sql.ts";
 
 // Queries of the api_keys table. A key is live while it is neither deleted nor expired; `now` is the
 // service's clock, never the database's, so that a test's clock governs expiry everywhere. Every
@@ -36,6 +37,9 @@ export interface KeyInsert {
   expiresAt: Date | null;
   /** The key's own policy (none when left out); with credits, its balance starts at their `remaining`. */
   policy?: Policy | null | undefined;
+  /** The key whose token made it (docs/api.md, "Restricted keys"), with its ancestors' lineages; none when left out. */
+  parentId?: number | null | undefined;
+  ancestors?: readonly number[] | undefined;
 }
 
 /** A key to insert, with what its `created` event records. */
@@ -51,21 +55,23 @@ export interface NewKey extends KeyInsert {
 const INSERT_UNLESS_EXISTS = `
   WITH input AS (
     SELECT decode(hash, 'hex') AS hash, decode(sealed, 'hex') AS sealed, name, active, type, tenant_id, domain_id,
-           application_id, subscriber_id, user_id, managed_by, now, expires_at, actor, changes, request_id, policy::jsonb
+           application_id, subscriber_id, user_id, managed_by, now, expires_at, actor, changes, request_id, policy::jsonb,
+           parent_id, ancestors::integer[]
       FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::integer[], $7::integer[], $8::integer[],
                   $9::integer[], $10::integer[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[], $16::text[],
-                  $17::text[])
+                  $17::text[], $18::integer[], $19::text[])
         AS v(hash, sealed, name, active, type, tenant_id, domain_id, application_id, subscriber_id, user_id, managed_by, now,
-             expires_at, actor, changes, request_id, policy)),
+             expires_at, actor, changes, request_id, policy, parent_id, ancestors)),
   inserted AS (
     INSERT INTO api_keys (token_hash, token_sealed, name, active, type, tenant_id, domain_id, application_id,
-                          subscriber_id, user_id, managed_by, created_at, modified_at, active_at, expires_at, policy)
+                          subscriber_id, user_id, managed_by, created_at, modified_at, active_at, expires_at, policy, parent_id, ancestors)
     SELECT hash, sealed, name, active, type, tenant_id, domain_id, application_id, subscriber_id, user_id, managed_by,
-           now, now, CASE WHEN active THEN now END, expires_at, policy
+           now, now, CASE WHEN active THEN now END, expires_at, policy, parent_id, ancestors
       FROM input
     ON CONFLICT DO NOTHING
     RETURNING *),
   -- A new key's balance: no process can hold leases of a holder that did not exist, so nothing is announced.
+  -- A new key is the first of its rotation chain: its lineage is its id.
   balances AS (
     INSERT INTO policy_balances (holder, remaining, refilled_at, generation)
     SELECT 'key:' || i.id, (i.policy->'credits'->>'remaining')::bigint, i.created_at, 1 FROM inserted i WHERE i.policy ? 'credits'),
@@ -84,7 +90,8 @@ export async function keyInsertUnlessExists(q: Queryable, keys: readonly NewKey[
     column((k) => k.type), column((k) => k.scope.tenantId), column((k) => k.scope.domainId), column((k) => k.scope.applicationId),
     column((k) => k.scope.subscriberId), column((k) => k.userId), column((k) => k.managedBy), column((k) => k.now),
     column((k) => k.expiresAt), column((k) => JSON.stringify(k.author.actor)), column((k) => JSON.stringify(k.changes)),
-    column((k) => k.author.requestId), column((k) => policyParam(k.policy ?? null)),
+    column((k) => k.author.requestId), column((k) => policyParam(k.policy ?? null)), column((k) => k.parentId ?? null),
+    column((k) => `{${(k.ancestors ?? []).join(",")}}`),
   ]);
   const inserted = new Map(rows.map((row) => [(row.token_hash as Buffer).toString("hex"), storedKeyFrom(row)]));
   return keys.map((k) => inserted.get(k.hash.toString("hex")));
@@ -126,6 +133,8 @@ export interface KeyFilter {
   active?: boolean;
   type?: KeyType;
   name?: string;
+  /** Only the key of this lineage and its descendants (a restricted caller's reach, docs/api.md, "Restricted keys"). */
+  within?: number;
 }
 
 /**
@@ -151,12 +160,30 @@ export async function keyListByScope(
       sql += ` AND ${column} = $${params.length}`;
     }
   }
+  if (filter.within !== undefined) {
+    params.push(filter.within);
+    sql += ` AND ${withinLineage(params.length)}`;
+  }
   const rows = await q.query(`${sql} ORDER BY k.id LIMIT $2`, params);
   await readEntities(q, rows, entities);
   return rows.map((row) => listedKeyFrom(row, entities));
 }
 
 export type { Entities };
+
+/**
+ * The own policies of the key lineages given, each as its newest key holds it (a rotation carries the
+ * policy on; a deleted or expired ancestor still binds its descendants), with that key's id.
+ */
+export async function keyLineagePolicies(q: Queryable, lineages: readonly number[]): Promise<AncestorPolicy[]> {
+  const rows = await q.query(
+    `SELECT DISTINCT ON (coalesce(k.lineage, k.id)) coalesce(k.lineage, k.id) AS lineage, k.id, k.policy
+       FROM api_keys k WHERE k.id = ANY($1::integer[]) OR k.lineage = ANY($1::integer[])
+      ORDER BY coalesce(k.lineage, k.id), k.id DESC`,
+    [lineages],
+  );
+  return rows.map((row) => ({ lineage: row.lineage as number, id: row.id as number, policy: policyFromColumn(row.policy) }));
+}
 const MAX_ENTITIES = 10_000;
 const SCOPE_COLUMNS = [["c", "tenant_id"], ["d", "domain_id"], ["a", "application_id"], ["s", "subscriber_id"], ["u", "user_id"]] as const;
 
@@ -221,7 +248,9 @@ export async function keyDelete(q: Queryable, id: number, author: Author, now: D
  * manager and active) takes the name, and the old key gets `replaced_by` and `expiresAt`. One
  * statement: the successor's id is drawn first, so the old key leaves the name before it is taken,
  * and the foreign key is checked at the statement's end. Records `rotated` and `created`. The
- * successor takes the key's policy and its balance (balanceMove).
+ * successor takes the key's policy, parent, ancestors and lineage: the lineage holds its counters
+ * (docs/api.md, "Restricted keys"), so its windows and balance go on, shared with the old key for as
+ * long as that one still works.
  */
 export async function keyRotate(
   tx: Queryable,
@@ -238,10 +267,11 @@ export async function keyRotate(
        UPDATE api_keys k SET replaced_by = successor.id, expires_at = $2, modified_at = $3 FROM successor WHERE k.id = $1 RETURNING k.*),
      inserted AS (
        INSERT INTO api_keys (id, token_hash, token_sealed, name, active, type, tenant_id, domain_id, application_id, subscriber_id,
-                             user_id, managed_by, created_at, modified_at, active_at, expires_at, policy)
+                             user_id, managed_by, created_at, modified_at, active_at, expires_at, policy, parent_id, lineage, ancestors)
        OVERRIDING SYSTEM VALUE
        SELECT old.replaced_by, $4, $5, old.name, old.active, old.type, old.tenant_id, old.domain_id, old.application_id,
-              old.subscriber_id, old.user_id, old.managed_by, $3, $3, CASE WHEN old.active THEN $3::timestamptz END, $6, old.policy
+              old.subscriber_id, old.user_id, old.managed_by, $3, $3, CASE WHEN old.active THEN $3::timestamptz END, $6, old.policy,
+              old.parent_id, coalesce(old.lineage, old.id), old.ancestors
          FROM old
        RETURNING *),
      rotated AS (${recordEvents("old", "rotated", {
@@ -251,24 +281,7 @@ export async function keyRotate(
      ${keySelect("inserted")}`,
     [old.id, old.expiresAt, now, successor.hash, successor.sealed, successor.expiresAt, actor, rotatedChanges, requestId, JSON.stringify(changes.created)],
   );
-  const successorKey = storedKeyFrom(rows[0]!);
-  await balanceMove(tx, old.id, successorKey.id);
-  return successorKey;
-}
-
-/**
- * A rotated key's balance goes to its successor, and the old key keeps none: credits must not be
- * doubled by rotating (a key may rotate itself). Units processes hold of the old balance are void
- * (its generation moves on), so what both keys can spend never adds up to more than the balance was.
- */
-async function balanceMove(tx: Queryable, oldId: number, newId: number): Promise<void> {
-  await tx.query(
-    `WITH was AS (SELECT remaining, refilled_at FROM policy_balances WHERE holder = $1 FOR UPDATE),
-     emptied AS (UPDATE policy_balances b SET remaining = 0, generation = b.generation + 1 FROM was WHERE b.holder = $1 RETURNING b.holder),
-     moved AS (INSERT INTO policy_balances (holder, remaining, refilled_at, generation) SELECT $2, remaining, refilled_at, 1 FROM was)
-     SELECT pg_notify('${CREDITS_CHANNEL}', holder) FROM emptied`,
-    [`key:${oldId}`, `key:${newId}`],
-  );
+  return storedKeyFrom(rows[0]!);
 }
 
 /**

@@ -71,7 +71,7 @@ export const userFrom = (row: Row, a = "u"): User => ({
 /** A key's own columns, of alias `k`. */
 export const KEY_COLUMNS = `k.id, k.token_hash, k.token_sealed, k.name, k.active, k.type, k.tenant_id, k.domain_id,
   k.application_id, k.subscriber_id, k.user_id, k.managed_by, k.created_at, k.modified_at, k.deleted_at, k.active_at,
-  k.expires_at, k.last_used_at, k.replaced_by, k.policy`;
+  k.expires_at, k.last_used_at, k.replaced_by, k.policy, k.parent_id, k.lineage, k.ancestors`;
 
 /** The directory objects a key's scope names, joined to alias `t` (which has the key's five scope columns). */
 const embeddedFrom = (t: string) => `
@@ -166,6 +166,9 @@ function keyFrom(row: Row, e: Embedded): StoredKey {
     expiresAt: (row.expires_at ?? null) as Date | null,
     lastUsedAt: (row.last_used_at ?? null) as Date | null,
     replacedBy: numOrNull(row, "replaced_by"),
+    parentId: numOrNull(row, "parent_id"),
+    lineage: numOrNull(row, "lineage") ?? num(row, "id"),
+    ancestors: ancestorsFrom(row.ancestors),
     policy: policyFromColumn(row.policy),
     tenant: e.tenant,
     domain: e.domain,
@@ -173,4 +176,11 @@ function keyFrom(row: Row, e: Embedded): StoredKey {
     subscriber: e.subscriber,
     user: e.user,
   };
+}
+
+const NO_ANCESTORS: readonly number[] = Object.freeze([]);
+
+/** An integer[] column: an array from both drivers; the one empty array shared, as most keys have it. */
+function ancestorsFrom(value: unknown): readonly number[] {
+  return Array.isArray(value) && value.length > 0 ? value.map(Number) : NO_ANCESTORS;
 }

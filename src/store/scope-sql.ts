@@ -15,3 +15,10 @@ export function insideScope(scope: Scope, first: number, alias: string): { sql: 
   }
   return { sql: parts.map((c, i) => `${c} = $${first + i}`).join(" AND "), params };
 }
+
+/**
+ * The condition of a key of alias `k` that is the key of lineage `$n` (any token of its rotation chain)
+ * or one of its descendants (docs/api.md, "Restricted keys"): api_keys_lineage, the primary key and the
+ * GIN index api_keys_ancestors answer it.
+ */
+export const withinLineage = (n: number) => `(k.id = $${n} OR k.lineage = $${n} OR k.ancestors @> ARRAY[$${n}::integer])`;

@@ -568,6 +568,22 @@ describe.skipIf(missing !== undefined)(`the console in Chromium${missing ? ` (sk
     await page.getByText("This key is not among the keys you may manage").waitFor();
   });
 
+  it("shows a restricted key itself and the keys it made, and says webhooks are not for it", async () => {
+    const asCustomer = world.as(tokens.customer);
+    const partner = (await asCustomer("POST", "/keys", { name: "console-partner", policy: { ratelimits: [{ name: "partner-calls", limit: 1000, windowSeconds: 60 }] } })).body;
+    const made = (await world.as(partner.keyId)("POST", "/keys", { name: "partner-app" })).body;
+    expect(made.parentId).toBe(partner.id);
+    const { page } = await open("198.51.100.33");
+    await signIn(page, partner.keyId);
+    expect(await listedNames(page)).toEqual(["console-partner", "partner-app"]);
+    await page.goto(`${world.url}/console#/webhooks`);
+    await page.locator("#webhooks-unavailable").getByText("Webhooks are not available to this key").waitFor();
+    expect(await page.locator("#alert").textContent()).not.toMatch(RAW);
+    await accessible(page, "webhooks of a restricted key");
+    expect((await asCustomer("DELETE", `/keys/${partner.id}`)).status).toBe(204);
+    expect((await asCustomer("DELETE", `/keys/${made.id}`)).status).toBe(204);
+  });
+
   it("signs out, saying why, when its key is disabled elsewhere", async () => {
     const made = (await world.as(tokens.customer)("POST", "/keys", { name: "short-lived" })).body;
     const { page } = await open("198.51.100.50");

@@ -51,6 +51,10 @@ const URL_REFUSALS = [
   [/url must be at most (\d+) characters/, (m) => `The URL is too long: at most ${m[1]} characters.`],
 ];
 
+/** What a restricted key (docs/api.md, "Restricted keys") is told of webhooks, which are not for it. */
+export const NOT_FOR_THIS_KEY = "Webhooks are not available to this key: a policy (its own, or that of the key that made it) " +
+  "restricts it to itself and the keys it made.";
+
 /**
  * What a refusal of a webhook request means, in words; `message` is what the console would say
  * otherwise (for a 400, the API's own message).
@@ -58,6 +62,7 @@ const URL_REFUSALS = [
  * @param {string} message
  */
 export function webhookRefusal(status, message) {
+  if (status === 403) return NOT_FOR_THIS_KEY;
   if (status === 404) return "That webhook is not among the webhooks you may manage: it was deleted, or it lies outside your scope.";
   if (status !== 400) return message;
   for (const [pattern, words] of URL_REFUSALS) {

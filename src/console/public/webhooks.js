@@ -4,7 +4,8 @@ import { fill, focusHeading, h, hidden } from "./dom.js";
 import { scopeOf, when } from "./format.js";
 import { fail } from "./notice.js";
 import { createWebhook, deleteWebhook, editWebhook, toggleWebhook, webhookCall } from "./webhook-actions.js";
-import { eventsInWords } from "./webhook-words.js";
+import { Refused } from "./api.js";
+import { eventsInWords, NOT_FOR_THIS_KEY } from "./webhook-words.js";
 
 // The webhooks view (docs/webhooks.md): the webhooks the signed-in key may manage (GET /webhooks: those
 // whose scope lies inside its own), a page at a time (Link rel="next"), and what can be done to each. A
@@ -128,6 +129,8 @@ export async function showWebhooks(view, session, shown = PAGE) {
     await load(`/webhooks?limit=${Math.min(1000, shown)}`);
     if (!count) tbody.append(h("tr", {}, h("td", { colspan: 7 }, "No webhooks yet.")));
   } catch (error) {
+    // A restricted key may not use webhooks at all: the view says so instead of a table it cannot fill.
+    if (error instanceof Refused && error.status === 403) return fill(view, h("div", { class: "view-head" }, heading), h("p", { class: "lede", id: "webhooks-unavailable" }, NOT_FOR_THIS_KEY));
     fail(error);
   }
 }

@@ -9,6 +9,8 @@ import { resetSeconds } from "./window.ts";
 export interface LimitUse {
   name: string;
   scope: PolicyLevel;
+  /** For a key's limit (its own or an ancestor's): the numeric id of the key whose policy it is. */
+  id?: number | undefined;
   limit: number;
   windowSeconds: number;
   /** The costs admitted in the current window so far. */
@@ -19,6 +21,8 @@ export interface LimitUse {
 export interface RateLimitReport {
   name: string;
   scope: PolicyLevel;
+  /** For a key's limit: the numeric id of the key whose policy it is (docs/api.md, "Restricted keys"). */
+  id?: number;
   limit: number;
   /** What the window has left: after this request's cost when admitted, as it was when refused. */
   remaining: number;
@@ -45,9 +49,10 @@ export function judgeRateLimits(uses: readonly LimitUse[], cost: number, nowMs: 
   let tightest: RateLimitVerdict["tightest"];
   let retryAfter: number | undefined;
   const ratelimits = uses.map((u, i): RateLimitReport => {
-    const report = {
+    const report: RateLimitReport = {
       name: u.name,
       scope: u.scope,
+      ...(u.id !== undefined && { id: u.id }),
       limit: u.limit,
       // A limit lowered below what its window already spent has nothing left, not less than nothing.
       remaining: Math.max(0, u.limit - u.used - charge),
