@@ -66,9 +66,17 @@ export class PolicyChains {
     const known = this.#known(key);
     if (known) return keep(known);
     return this.#load(key, generation).then(keep, (error: unknown) => {
-      if (error instanceof StoreUnavailable) return this.#chain(key, carried(key));
+      if (error instanceof StoreUnavailable) return this.#lastChain(key, kept?.chain);
       throw error;
     });
+  }
+
+  /**
+   * The database cannot be reached: the chain last resolved for this key object (the verification cache
+   * serves it only within the stale window), else its entities' policies as the key was read with them.
+   */
+  #lastChain(key: StoredKey, last: PolicyChain | undefined): PolicyChain {
+    return last ?? this.#chain(key, carried(key));
   }
 
   /** Forgets every entity's policy: the directory changed. */
