@@ -71,6 +71,11 @@ export class KeyCache {
   } });
   /** Drops up to this epoch may have left #dropped: a write begun before it is not kept. */
   #forgottenDrops = 0;
+  /**
+   * Keys this process wrote, and when: a change announced for one (its own change, most often, heard
+   * after the write) is read again at once, so the key stays seen valid for an outage that follows.
+   */
+  readonly #written = new LRUCache<string, number>({ max: 10_000 });
   /** The epoch of the last time every entry was dropped. */
   #cleared = 0;
   /** Entries from before this moment are not fresh: notifications may have been missed since. */
@@ -151,6 +156,8 @@ export class KeyCache {
     this.#dropped.set(hashHex, this.#epoch);
     this.#cache.delete(hashHex);
     this.#loading.delete(hashHex);
+    const wroteAt = this.#written.get(hashHex);
+    if (wroteAt !== undefined && this.#now() - wroteAt <= this.#staleMs) void Promise.resolve(this.lookup(hashHex)).catch(() => undefined);
   }
 
   /**
@@ -175,6 +182,7 @@ export class KeyCache {
    * after `since` (its write began), when another change may have come after this process's.
    */
   wrote(hashHex: string, key: StoredKey, since: number): void {
+    this.#written.set(hashHex, this.#now());
     if (this.#cleared > since || this.#forgottenDrops > since || (this.#dropped.get(hashHex) ?? 0) > since) return;
     this.#epoch++;
     this.#loading.delete(hashHex);
