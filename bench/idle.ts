@@ -17,7 +17,7 @@ export interface IdleResult {
   detail: string;
 }
 
-export async function idlePhase(tools: IdleTools, serverUrl: string, env: Omit<KeyplaneEnv, "databaseUrl">, seconds: number): Promise<IdleResult> {
+export async function idlePhase(tools: IdleTools, serverUrl: string, env: KeyplaneEnv, seconds: number): Promise<IdleResult> {
   const db = await createBenchDatabase(serverUrl);
   try {
     const server = await startKeyplane("idle", { ...env, databaseUrl: db.url });
