@@ -20,6 +20,8 @@ const FLAT_PERCENT = 10;
 /** Tokens kept for verification: distinct keys, so the key cache fills as a gateway's would. */
 const KEPT_TOKENS = 20_000;
 const CLIENTS = 16;
+/** A key id no key has: what a change asks for before any key of the soak's own exists (never the manager's). */
+const NONE = 2_000_000_000;
 
 /** The memory limit of the shipped Deployment, in bytes (its `limits: memory:`). */
 export function deploymentMemoryLimit(): number {
@@ -94,8 +96,8 @@ export async function soak(seconds: number, say: (text: string) => void, serverU
       (c) => c.request("GET", "/keys/self", { token: neverSeen() }),
       (c) => c.request("GET", "/customers/soak/keys?limit=100", { token: m }),
       (c) => c.request("GET", "/events?limit=50", { token: m }),
-      (c) => c.request("GET", `/customers/soak/keys/${pick(ids) ?? 1}/events`, { token: m }),
-      (c) => c.request("PUT", `/customers/soak/keys/${pick(ids) ?? 1}`, { token: m, body: { active: Math.random() < 0.8 } }),
+      (c) => c.request("GET", `/customers/soak/keys/${pick(ids) ?? NONE}/events`, { token: m }),
+      (c) => c.request("PUT", `/customers/soak/keys/${pick(ids) ?? NONE}`, { token: m, body: { active: Math.random() < 0.8 } }),
       (c) => c.request("PUT", "/customers/soak/domains/sip.soak.example/policy", { token: m, body: Math.random() < 0.5 ? null : { restrictions: { methods: ["GET", "POST"] } } }),
       async (c) => {
         const made = await c.request("POST", "/webhooks", { token: m, body: { url: "http://127.0.0.1:9/hook", events: ["key.deleted"] } });
@@ -104,7 +106,7 @@ export async function soak(seconds: number, say: (text: string) => void, serverU
         const { id } = JSON.parse(made.body) as { id: number };
         return c.request("DELETE", `/webhooks/${id}`, { token: m });
       },
-      (c) => c.request("DELETE", `/customers/soak/keys/${ids.shift() ?? 1}`, { token: m }),
+      (c) => c.request("DELETE", `/customers/soak/keys/${ids.shift() ?? NONE}`, { token: m }),
       (c) => c.request("GET", `/auth`, { token: pick(tokens) ?? m }),
     ];
     const weights = [3, 12, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6];
