@@ -190,3 +190,27 @@ describe.skipIf(!server)("a listener cut while keys change, then reconnected (Po
     expect((await b.as(kept!.keyId).get("/keys/self")).status).toBe(200);
   });
 });
+
+describe.skipIf(!server)("an idle listener (PostgreSQL; skipped without a server)", () => {
+  it("reads the log only after an announcement, and checks its connection without a statement (docs/scaling.md, \"What an idle process costs\")", { timeout: 30_000 }, async () => {
+    const { svc, root, keys } = await started("postgres");
+    const logs: string[] = [];
+    const db = openPostgres({ connectionString: svc.database.url!, log: captureLogger(logs), timeoutMs: 1_000, listenCheckMs: CHECK_MS });
+    cleanups.push(() => db.close());
+    const reads = counter();
+    const changes = counter();
+    const inner = keyCatchUp(() => changes.poke(), () => undefined);
+    const catchUp: CatchUp = { read: async (q) => (await inner.read(q), reads.poke()), lost: () => inner.lost(), wanted: () => inner.wanted() };
+    const unlisten = await db.listen(keyChannel(() => changes.poke(), () => undefined), undefined, catchUp);
+    cleanups.push(unlisten);
+    // The first read, and those until the cursor has a floor (none running here: the first is the floor).
+    const settled = reads.n;
+    // Twenty checks with nothing announced: no read, and the connection is still heard.
+    await new Promise((resolve) => setTimeout(resolve, CHECK_MS * 20));
+    expect(reads.n).toBe(settled);
+    expect((await svc.as(root).put(`/keys/${keys[0]!.id}`, { active: false })).status).toBe(200);
+    await reads.reach(settled + 1, "a read after the announcement", 5_000);
+    await changes.reach(2, "announced, then read");
+    expect(logs.filter((line) => line.includes("notification connection lost"))).toEqual([]);
+  });
+});
