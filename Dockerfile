@@ -30,4 +30,4 @@ USER 1000:1000
 EXPOSE 8080
 # The heap as `npm start` sizes it: a young generation of 16 MiB (docs/adr/0011-young-generation.md),
 # an old one of at most 384 MiB (docs/adr/0017-heap-size.md).
-CMD ["node", "--min-semi-space-size=16", "--max-semi-space-size=16", "--max-old-space-size=384", "src/cli/main.ts", "serve"]
+CMD ["node", "--min-semi-space-size=16", "--max-semi-space-size=16", "--max-old-space-size=256", "src/cli/main.ts", "serve"]

@@ -49,6 +49,7 @@ export const FIGURES = [
   { key: "lineageAuthVsPlain", label: "GET /auth for a key three generations deep, both ancestors with policies ÷ for a key without a policy", unit: "×", target: { op: ">=", value: 0.8 } },
   { key: "webhookDeliveriesPerSecond", label: "webhooks: 1,000 queued messages delivered to a local receiver", unit: "msg/s", target: { op: ">=", value: 500 } },
   { key: "webhookProvisioningVsNone", label: "provisioning with one webhook subscribed ÷ with none", unit: "×", target: { op: ">=", value: 0.8 } },
+  { key: "idleTransactionsPerSecond", label: "one idle keyplane (listener and webhook sender on, no request): DB transactions a second", unit: "tx/s", target: { op: "<=", value: 1 } },
   { key: "nginxAuthVsPlain", label: "nginx with auth_request to keyplane ÷ nginx without", unit: "×", target: { op: ">=", value: 0.5 } },
 ] as const satisfies readonly FigureSpec[];
 

@@ -15,6 +15,7 @@ import { metricsPhase } from "./metrics.ts";
 import { lineagePhase } from "./lineage.ts";
 import { policyPhase } from "./policy.ts";
 import { webhooksPhase } from "./webhooks.ts";
+import { idlePhase } from "./idle.ts";
 import { scalingPhase } from "./scaling.ts";
 import { cpuMeter, memoryOf, REPO, resetPeak, sleep, startBare, startKeyplane, type CpuUse, type KeyplaneEnv, type Metered, type Server } from "./processes.ts";
 import { profileText, summarizeProfile, type ProfileSummary } from "./profile.ts";
@@ -23,7 +24,7 @@ import { FIGURES, figures, machine, markdownTable, versions, type FigureKey } fr
 // `npm run bench`: keyplane on PostgreSQL, measured in one run against a bare node:http baseline.
 // See bench/README.md for what each figure means and how it is measured.
 
-const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway", "metrics", "policy", "webhooks", "scaling"] as const;
+const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway", "metrics", "policy", "webhooks", "idle", "scaling"] as const;
 /** Every phase but scaling, which starts four processes and runs only when asked for. */
 const DEFAULT_PHASES = PHASES.filter((p) => p !== "scaling");
 type Phase = (typeof PHASES)[number];
@@ -498,6 +499,13 @@ async function main(): Promise<number> {
       Object.assign(values, webhooks.figures);
       Object.assign(details, webhooks.details);
       runs.webhooks = webhooks;
+    }
+    if (s.phases.has("idle")) {
+      // A database and a keyplane of its own, so that A's background work is not counted.
+      const idle = await idlePhase({ settle: s.mode === "full", say }, s.databaseUrl, env, s.mode === "full" ? 60 : 3);
+      values.idleTransactionsPerSecond = round(idle.transactionsPerSecond, 3);
+      details.idleTransactionsPerSecond = idle.detail;
+      runs.idle = idle;
     }
     if (s.phases.has("scaling")) {
       const owner = await customerWithKey(admin, env.adminToken, "bench-scaling");

@@ -24,6 +24,8 @@ const NICE = 19;
  */
 const BUSY_LOOP = 0.5;
 const LOAD_SAMPLE_MS = 100;
+/** The sender thread's heap: it holds at most 32 attempts at once, and a claim's rows (docs/webhooks.md). */
+const WORKER_HEAP = { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 16 };
 
 export interface WebhookWorkerSetup {
   connectionString: string;
@@ -62,7 +64,9 @@ export async function startWebhookWorker(setup: WebhookWorkerSetup, log: Logger,
   let busy = false;
 
   const spawn = (): Promise<void> => {
-    const w = new Worker(new URL(import.meta.url), { workerData: { [MARK]: setup } });
+    // Its own heap is bounded too (docs/adr/0017): a thread's isolate would otherwise take the process's
+    // limits again, beside the serving thread's, inside the one container limit.
+    const w = new Worker(new URL(import.meta.url), { workerData: { [MARK]: setup }, resourceLimits: WORKER_HEAP });
     return new Promise<void>((resolve, reject) => {
       w.on("message", (m: FromWorker) => {
         if (m.type === "ready") resolve();

@@ -4,11 +4,11 @@ import type { Reach } from "../domain/lineage.ts";
 import { mayReach } from "../domain/access.ts";
 import type { Scope, ScopeRefs } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
-import { resolvePathScope } from "../services/path-scope.ts";
 
 /**
  * Load and authorize: the scope a request on a key path works in, its path's target, once the caller
  * is known to reach the path's gate. Anything else, an unknown entity in the path included, is 401.
+ * Names are read afresh, and stand as last read while the database cannot be reached (PathScopeCache).
  * (Every key handler reads: authenticate and validate (route.ts), load and authorize (this), act (a
  * service, which sees only keys inside the scope), respond.)
  */
@@ -27,7 +27,7 @@ async function authorizedTarget(ctx: Context, req: Request): Promise<Scope> {
   if (!("customer" in req.params || "domain" in req.params || "application" in req.params || "subscriber" in req.params)) {
     return caller;
   }
-  const resolved = await resolvePathScope(ctx, req.params as ScopeRefs, caller);
+  const resolved = await ctx.pathScopes.resolveAfresh(ctx, req.params as ScopeRefs, caller);
   // The level rules every platform path follows (domain/access.ts); a key path never ends at an application.
   if (!resolved || !mayReach(caller, resolved, req.method, false)) throw unauthorized("This key may not manage keys here.");
   return resolved.target;

@@ -48,7 +48,7 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
       ok: { status: 200, description: "The key", schema: keyObject },
       handle: async (req, res) => {
         const scope = await authorizedScope(ctx, req);
-        const key = await getKey(ctx, scope, keyRef(req));
+        const key = await getKey(ctx, scope, keyRef(req), req.principal!.key);
         res.json(keyJson(key));
       },
     }),

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Queryable, Row } from "../store/database.ts";
 import { StoreUnavailable } from "../domain/errors.ts";
+import type { StoredKey } from "../domain/model.ts";
 import { KeyCache, seenValidWithin } from "./key-cache.ts";
 
 // The cache's own rules, over a fake store whose answers the test controls.
@@ -264,5 +265,52 @@ describe("seenValidWithin", () => {
     ["an active key seen now, with a window of 0", active, 1_000, 1_000, 0, false],
   ])("%s", (_name, key, seenAt, now, staleMs, expected) => {
     expect(seenValidWithin(key, seenAt, now, staleMs)).toBe(expected);
+  });
+});
+
+describe("KeyCache: keys this process wrote", () => {
+  const written = (active = true) => ({ id: 7, active }) as unknown as StoredKey;
+
+  it("counts a key it wrote as seen valid from then, through an outage, never looked up before", async () => {
+    const store = fakeStore();
+    const clock = { ms: 0 };
+    const v = new KeyCache(store, { staleMs: 1_000, now: () => clock.ms });
+    const since = v.mark();
+    v.wrote(hash(1), written(), since);
+    expect(v.seenValid(hash(1))).toBe(true);
+    v.listening("lost");
+    store.down = true;
+    clock.ms = 1_000;
+    expect(((await v.lookup(hash(1))) as StoredKey).id).toBe(7);
+    clock.ms = 1_001;
+    await expect(v.lookup(hash(1))).rejects.toThrow(StoreUnavailable);
+  });
+
+  it("keeps nothing when the key was dropped after its write began (another change may follow this process's)", async () => {
+    const store = fakeStore();
+    const v = new KeyCache(store, { staleMs: 1_000, now: () => 0 });
+    const since = v.mark();
+    v.invalidate(hash(1));
+    v.wrote(hash(1), written(), since);
+    expect(v.seenValid(hash(1))).toBe(false);
+    const cleared = v.mark();
+    v.clear();
+    v.wrote(hash(2), written(), cleared);
+    expect(v.seenValid(hash(2))).toBe(false);
+  });
+
+  it("reads a key it wrote again when its change is announced, so it stays seen", async () => {
+    const store = fakeStore();
+    store.live.add(hash(1));
+    const v = new KeyCache(store, { staleMs: 1_000, now: () => 0 });
+    v.wrote(hash(1), written(), v.mark());
+    const before = store.queries;
+    v.invalidate(hash(1)); // its own change, announced
+    await Promise.resolve();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(store.queries).toBe(before + 1);
+    expect(v.seenValid(hash(1))).toBe(true);
+    v.invalidate(hash(3)); // a key it never wrote: dropped, not read
+    expect(store.queries).toBe(before + 1);
   });
 });

@@ -23,7 +23,9 @@ import type { Maybe } from "./maybe.ts";
 // - while the database cannot be reached, a key seen valid within `staleMs` is still answered
 //   (stale-if-error, docs/api.md "When the database cannot be reached"); nothing else is;
 // - a throttled client's token is looked up only when it is such a key (seenValid), so its entry is
-//   read again as it ages, however long the client stays throttled.
+//   read again as it ages, however long the client stays throttled;
+// - a key this process has just written (created, enabled, rotated) is kept as the write left it, so
+//   it counts as seen valid from then; unless it was dropped after the write began (another change).
 const UNKNOWN = Symbol("unknown");
 
 interface Entry {
@@ -63,6 +65,19 @@ export class KeyCache {
   /** The look-up under way for each token hash: later misses of the same token wait for it. */
   readonly #loading = new Map<string, Promise<StoredKey | undefined>>();
   #epoch = 0;
+  /** The epoch of each key's last drop, for writes under way (bounded: see `wrote`). */
+  readonly #dropped = new LRUCache<string, number>({ max: 10_000, dispose: (epoch, _hash, reason) => {
+    if (reason === "evict") this.#forgottenDrops = Math.max(this.#forgottenDrops, epoch);
+  } });
+  /** Drops up to this epoch may have left #dropped: a write begun before it is not kept. */
+  #forgottenDrops = 0;
+  /**
+   * Keys this process wrote, and when: a change announced for one (its own change, most often, heard
+   * after the write) is read again at once, so the key stays seen valid for an outage that follows.
+   */
+  readonly #written = new LRUCache<string, number>({ max: 10_000 });
+  /** The epoch of the last time every entry was dropped. */
+  #cleared = 0;
   /** Entries from before this moment are not fresh: notifications may have been missed since. */
   #freshSince = -Infinity;
   #listening = true;
@@ -138,8 +153,11 @@ export class KeyCache {
   /** Drops one key's entry (its token hash, hex): it changed, so no answer of the past may stand. */
   invalidate(hashHex: string): void {
     this.#epoch++;
+    this.#dropped.set(hashHex, this.#epoch);
     this.#cache.delete(hashHex);
     this.#loading.delete(hashHex);
+    const wroteAt = this.#written.get(hashHex);
+    if (wroteAt !== undefined && this.#now() - wroteAt <= this.#staleMs) void Promise.resolve(this.lookup(hashHex)).catch(() => undefined);
   }
 
   /**
@@ -153,9 +171,27 @@ export class KeyCache {
     this.#cache.set(hashHex, { ...entry, value: { ...entry.value, lastUsedAt } });
   }
 
+  /** Where a write of a key begins: what `wrote` is given, to tell whether the key was dropped since. */
+  mark(): number {
+    return this.#epoch;
+  }
+
+  /**
+   * This process has just written `key` (created, enabled or rotated it: docs/api.md, "When the
+   * database cannot be reached") and read it back: it is kept as that, seen now, unless it was dropped
+   * after `since` (its write began), when another change may have come after this process's.
+   */
+  wrote(hashHex: string, key: StoredKey, since: number): void {
+    this.#written.set(hashHex, this.#now());
+    if (this.#cleared > since || this.#forgottenDrops > since || (this.#dropped.get(hashHex) ?? 0) > since) return;
+    this.#epoch++;
+    this.#loading.delete(hashHex);
+    this.#cache.set(hashHex, { value: key, at: this.#now() });
+  }
+
   /** Drops every entry: after a change that touches many keys. */
   clear(): void {
-    this.#epoch++;
+    this.#cleared = ++this.#epoch;
     this.#cache.clear();
     this.#loading.clear();
   }

@@ -27,6 +27,7 @@ export async function rotateKey(ctx: Context, target: Reach, ref: string, req: R
   const found = await findKey(ctx, target, ref);
   if (!found) throw keyNotFound();
   const { token, ...minted } = mintToken(ctx);
+  const since = ctx.keyCache.mark();
   const successor = await ctx.db.transaction(async (tx) => {
     const old = await keyLockById(tx, found.id, now);
     if (!old) throw keyNotFound();
@@ -37,6 +38,8 @@ export async function rotateKey(ctx: Context, target: Reach, ref: string, req: R
   ctx.metrics?.keyEvents("created");
   // The old key now expires (at once, with no grace): this process must not serve it from its cache.
   ctx.keyCache.invalidate(found.hash.toString("hex"));
+  // The successor is as this process wrote it: it verifies from now on, through an outage too.
+  ctx.keyCache.wrote(minted.hash.toString("hex"), successor, since);
   return withToken(successor, token);
 }
 

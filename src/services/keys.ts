@@ -1,4 +1,4 @@
-import { conflict, forbidden, notFound, UniqueViolation } from "../domain/errors.ts";
+import { conflict, forbidden, notFound, StoreUnavailable, UniqueViolation } from "../domain/errors.ts";
 import { expiryOf, requireFuture } from "../domain/expiry.ts";
 import { parseId } from "../domain/identifier.ts";
 import { childAncestors, isSelf, keyHolder, reaches, type KeyCaller, type Reach } from "../domain/lineage.ts";
@@ -78,12 +78,15 @@ export async function provisionKey(ctx: Context, scope: Reach, req: ProvisionReq
   const changes: Changes = { ...changesBetween(undefined, { name: req.name, active, expiresAt, replacedBy: null }), ...policyChanges(null, policy) };
   for (let attempt = 0; attempt < 3; attempt++) {
     const { token, ...minted } = mintToken(ctx);
+    const since = ctx.keyCache.mark();
     const inserted = await ctx.keyInserts.insert({
       ...minted, name: req.name, active, type: keyTypeFor(scope), scope: scopeOf(scope), userId: null, managedBy: req.managedBy ?? null, expiresAt, policy,
       ...parentage(scope.caller), author: by, changes, now,
     });
     if (inserted) {
       ctx.metrics?.keyEvents("created");
+      // As this process wrote it: the new key verifies from now on, through an outage too.
+      ctx.keyCache.wrote(minted.hash.toString("hex"), inserted, since);
       return { key: await keyShown(ctx, withToken(inserted, token)), created: true };
     }
     const holder = await keyFindByIdentity(ctx.db, scope, req.name, now);
@@ -114,10 +117,26 @@ export async function findKey(ctx: Context, target: Reach, ref: string): Promise
 
 export const keyNotFound = () => notFound("No such key.");
 
-export async function getKey(ctx: Context, target: Reach, ref: string): Promise<Key> {
-  const stored = await findKey(ctx, target, ref);
+/**
+ * A key inside `target`, as shown. `caller`: the key that asks, as it authenticated; while the database
+ * cannot be reached it answers for itself, as GET /keys/self does (docs/api.md, "When the database
+ * cannot be reached").
+ */
+export async function getKey(ctx: Context, target: Reach, ref: string, caller?: StoredKey): Promise<Key> {
+  let stored: StoredKey | undefined;
+  try {
+    stored = await findKey(ctx, target, ref);
+  } catch (error) {
+    if (!(error instanceof StoreUnavailable && caller && names(ref, caller) && mayManage(target, caller))) throw error;
+    stored = caller;
+  }
   if (!stored) throw keyNotFound();
   return keyShown(ctx, unseal(ctx, stored));
+}
+
+/** Whether a `{key-id}` (a keyId or a numeric id) names this key. */
+function names(ref: string, key: StoredKey): boolean {
+  return ref === String(key.id) || (isTokenFormat(ref) && tokenHash(ref).equals(key.hash));
 }
 
 /** A key as every answer shows it: its policies' credits at their live balances (services/credits.ts). */
@@ -191,8 +210,15 @@ export async function updateKey(ctx: Context, target: Reach, ref: string, patch:
     if (error instanceof UniqueViolation) throw conflict(`A key named "${patch.name}" already exists in this scope.`);
     throw error;
   }
-  ctx.keyCache.invalidate(found.hash.toString("hex"));
-  return getKey(ctx, target, String(found.id));
+  const hashHex = found.hash.toString("hex");
+  ctx.keyCache.invalidate(hashHex);
+  // Read back after the write: kept as that, so a key this process enabled verifies from now on, through
+  // an outage too (docs/api.md, "When the database cannot be reached").
+  const since = ctx.keyCache.mark();
+  const stored = await findKey(ctx, target, String(found.id));
+  if (!stored) throw keyNotFound();
+  ctx.keyCache.wrote(hashHex, stored, since);
+  return keyShown(ctx, unseal(ctx, stored));
 }
 
 /** Deletes a key inside `target`; nothing happens for a key that is not there (DELETE is 204 either way). */

@@ -109,6 +109,66 @@ describe("PathScopeCache", () => {
     expect(directory.lookups).toBe(2);
   });
 
+  describe("while the database cannot be reached", () => {
+    function clocked() {
+      const clock = { ms: 0 };
+      const directory = fakeDirectory();
+      const cache = new PathScopeCache({ resolve: directory.resolve, staleMs: 1_000, now: () => clock.ms });
+      return { clock, directory, cache };
+    }
+
+    it("answers what the database last said, found or not, within the stale window, and fails after it", async () => {
+      const { clock, directory, cache } = clocked();
+      await cache.resolve(ctx, { customer: "acme" }, caller);
+      await cache.resolve(ctx, { customer: "initech" }, caller);
+      cache.listening("lost"); // the outage takes the listener with it: nothing is kept as fresh
+      directory.down = true;
+      clock.ms = 1_000;
+      expect(await cache.resolve(ctx, { customer: "acme" }, caller)).toEqual(acme);
+      expect(await cache.resolve(ctx, { customer: "initech" }, caller)).toBeUndefined();
+      await expect(cache.resolve(ctx, { customer: "globex" }, caller)).rejects.toThrow(StoreUnavailable); // never resolved
+      clock.ms = 1_001;
+      await expect(cache.resolve(ctx, { customer: "acme" }, caller)).rejects.toThrow(StoreUnavailable);
+    });
+
+    it("counts an answer kept until the listener was lost as read then, however long ago it was first read", async () => {
+      const { clock, directory, cache } = clocked();
+      await cache.resolve(ctx, { customer: "acme" }, caller);
+      clock.ms = 5_000; // kept all along, no change announced
+      cache.listening("lost");
+      directory.down = true;
+      clock.ms = 5_900;
+      expect(await cache.resolve(ctx, { customer: "acme" }, caller)).toEqual(acme);
+    });
+
+    it("forgets the last answers on an announced change, and answers nothing from before it", async () => {
+      const { directory, cache } = clocked();
+      await cache.resolve(ctx, { customer: "acme" }, caller);
+      cache.clear();
+      cache.listening("lost");
+      directory.down = true;
+      await expect(cache.resolve(ctx, { customer: "acme" }, caller)).rejects.toThrow(StoreUnavailable);
+    });
+
+    it("keeps the key paths' fresh answers as last answers too", async () => {
+      const { directory, cache } = clocked();
+      expect(await cache.resolveAfresh(ctx, { customer: "acme" }, caller)).toEqual(acme);
+      expect(await cache.resolveAfresh(ctx, { customer: "acme" }, caller)).toEqual(acme);
+      expect(directory.lookups).toBe(2); // afresh: never a kept answer while the database answers
+      directory.down = true;
+      expect(await cache.resolveAfresh(ctx, { customer: "acme" }, caller)).toEqual(acme);
+    });
+
+    it("answers nothing from the past with a stale window of 0", async () => {
+      const directory = fakeDirectory();
+      const cache = new PathScopeCache({ resolve: directory.resolve, staleMs: 0, now: () => 0 });
+      await cache.resolve(ctx, { customer: "acme" }, caller);
+      cache.listening("lost");
+      directory.down = true;
+      await expect(cache.resolve(ctx, { customer: "acme" }, caller)).rejects.toThrow(StoreUnavailable);
+    });
+  });
+
   it("while announcements may be missed, keeps nothing and asks the directory every time; once heard again, keeps answers anew", async () => {
     const directory = fakeDirectory();
     const cache = new PathScopeCache({ resolve: directory.resolve });

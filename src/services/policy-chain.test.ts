@@ -79,6 +79,17 @@ describe("PolicyChains", () => {
     expect(await chains.chainOf(key(null, null))).toBe(UNBOUND);
     expect(db.logs.join("")).toMatch(/"holder":"customer:3".*"reason":"ratelimits\[0\]\.name: .*a stored policy is not valid/);
   });
+
+  it("answers the chain last resolved for the key when the database cannot be reached, newer than what the key carries", async () => {
+    const { db, chains } = database(limit(100));
+    const k = key(null, limit(500)); // the key was read before its customer's policy changed to 100
+    expect(limits(await chains.chainOf(k))).toEqual([["customer:3", 100]]);
+    chains.clear(); // an announcement, then the outage
+    db.down = true;
+    expect(limits(await chains.chainOf(k))).toEqual([["customer:3", 100]]);
+    // A key object never resolved: what it carries.
+    expect(limits(await chains.chainOf({ ...k, id: 18 }))).toEqual([["customer:3", 500]]);
+  });
 });
 
 describe("PolicyChains, for a key other keys made (docs/api.md, \"Restricted keys\")", () => {

@@ -86,7 +86,7 @@ export class PolicyChains {
       const known = this.#known(key);
       if (known) return keep(known);
       return this.#load(key, generation).then(keep, (error: unknown) => {
-        if (error instanceof StoreUnavailable) return this.#chain(key, carried(key), ancestors);
+        if (error instanceof StoreUnavailable) return this.#lastChain(key, kept?.chain, ancestors);
         throw error;
       });
     });
@@ -139,6 +139,14 @@ export class PolicyChains {
         throw error;
       },
     );
+  }
+
+  /**
+   * The database cannot be reached: the chain last resolved for this key object (the verification cache
+   * serves it only within the stale window), else its entities' policies as the key was read with them.
+   */
+  #lastChain(key: StoredKey, last: PolicyChain | undefined, ancestors: readonly AncestorPolicy[]): PolicyChain {
+    return last ?? this.#chain(key, carried(key), ancestors);
   }
 
   /** Forgets every entity's policy: the directory changed. */

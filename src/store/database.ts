@@ -9,12 +9,15 @@ export type ChannelHandlers = Readonly<Record<string, (payload: string) => void>
 
 /**
  * The record behind a channel's announcements, read on the listening connection itself: after each
- * LISTEN (before `onReset("restored")`) and at each check of the connection, so that what the
- * announcements missed while nobody listened is delivered all the same (docs/adr/0014). `read` throws
- * when the connection fails (the listener then counts it lost).
+ * LISTEN (before `onReset("restored")`), and at a check of the connection after an announcement or
+ * while it `wanted()` a read, so that what the announcements missed while nobody listened is
+ * delivered all the same (docs/adr/0014). `read` throws when the connection fails (the listener then
+ * counts it lost).
  */
 export interface CatchUp {
   read(q: Queryable): Promise<void>;
+  /** Whether it needs a read though nothing was announced (it has no floor yet). */
+  wanted(): boolean;
   /** The connection it read on is gone: the next read is on another, perhaps to another server. */
   lost(): void;
 }

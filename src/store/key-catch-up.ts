@@ -92,6 +92,15 @@ export class KeyLogCursor {
   /** The connection was lost before there was a floor: the next read starts again, and says so. */
   #missedOnNext = false;
 
+  /**
+   * Whether a read is needed though nothing was announced: until there is a floor (the start, with
+   * transactions running), reads move it; after, every change is announced while the connection
+   * lasts, and a new connection reads first.
+   */
+  wanted(): boolean {
+    return this.#max === undefined || this.#floor === undefined;
+  }
+
   /** What the next read asks for: events above `after`, and the gaps. */
   next(): { after: number | null; also: number[]; limit: number } {
     return { after: this.#max ?? null, also: [...this.#gaps], limit: MAX_EVENTS + 1 };
@@ -179,5 +188,6 @@ export function keyCatchUp(onChange: (change: KeyChange) => void, onMissed: () =
       else for (const change of caught.changes) onChange(change);
     },
     lost: () => cursor.lost(),
+    wanted: () => cursor.wanted(),
   };
 }

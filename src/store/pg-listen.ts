@@ -1,6 +1,6 @@
 import pg from "pg";
 import type { Logger } from "pino";
-import { errorFields } from "../domain/errors.ts";
+import { errorFields, StoreUnavailable } from "../domain/errors.ts";
 import type { CatchUp, ChannelHandlers, ListenState, Queryable } from "./database.ts";
 import { translated } from "./errors.ts";
 import type { PrimaryPool } from "./pg-primary.ts";
@@ -20,12 +20,18 @@ export interface ListenOptions {
 }
 
 /**
- * LISTEN to every channel on one dedicated connection to the primary, checked every `checkMs` with a
- * statement bounded by `timeoutMs` (the catch-up's read, when there is one): a connection that errors,
- * or stops answering without closing (a partition), is lost. Reported at once, then tried again every
- * `checkMs`, on whichever host is the primary then, until the database answers: as soon as it is back,
- * listening is too. What was announced meanwhile is gone for good, but for what the catch-up reads
- * from its record before "restored" is reported.
+ * LISTEN to every channel on one dedicated connection to the primary, checked every `checkMs` by a
+ * round trip bounded by `timeoutMs`: a connection that errors, or stops answering without closing (a
+ * partition), is lost. Reported at once, then tried again every `checkMs`, on whichever host is the
+ * primary then, until the database answers: as soon as it is back, listening is too. What was
+ * announced meanwhile is gone for good, but for what the catch-up reads from its record before
+ * "restored" is reported.
+ *
+ * The check costs the server no transaction: it is the protocol's Sync alone, which PostgreSQL answers
+ * with ReadyForQuery without starting one (and after sending the notifications it holds for the
+ * session). The catch-up reads its record only when it may have something to say: after LISTEN, when
+ * an announcement arrived since its last read, and while it has no floor yet (docs/adr/0014). An idle
+ * process so commits nothing for its listener (docs/scaling.md, "What an idle process costs").
  */
 export async function listenWithReconnect(options: ListenOptions): Promise<() => Promise<void>> {
   const { primary, channels, onReset, catchUp, log, timeoutMs, checkMs, name, options: settings } = options;
@@ -33,6 +39,8 @@ export async function listenWithReconnect(options: ListenOptions): Promise<() =>
   let client: pg.Client | undefined;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+  /** An announcement arrived since the catch-up's last read: it reads at the next check. */
+  let announced = false;
 
   // The listener's own statements are not in the SQL log (sql-log.ts), as its checks never were: one
   // every `checkMs` would drown the statements that requests cost. They are prepared, as the pool's
@@ -50,8 +58,9 @@ export async function listenWithReconnect(options: ListenOptions): Promise<() =>
   });
 
   const connect = async (): Promise<pg.Client> => {
-    const next = await primary.connect({ application_name: name, options: settings, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+    const next = await primary.connect({ application_name: name, options: settings, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs, keepAlive: true });
     next.on("notification", (message) => {
+      announced = true;
       if (Object.hasOwn(channels, message.channel)) channels[message.channel]!(message.payload ?? "");
     });
     next.on("error", (error) => {
@@ -60,6 +69,7 @@ export async function listenWithReconnect(options: ListenOptions): Promise<() =>
     try {
       for (const channel of names) await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
       // Listening first, then reading: what commits after the read is announced, what committed before is in it.
+      announced = false;
       await catchUp?.read(on(next));
       return next;
     } catch (error) {
@@ -83,7 +93,9 @@ export async function listenWithReconnect(options: ListenOptions): Promise<() =>
     if (stopped) return;
     if (client) {
       const checked = client;
-      const check = catchUp ? catchUp.read(on(checked)) : checked.query("SELECT 1");
+      const reads = catchUp !== undefined && (announced || catchUp.wanted());
+      announced = false;
+      const check = reads ? catchUp.read(on(checked)) : ping(checked, timeoutMs);
       // Lost already if its 'error' came first: then it is not lost twice.
       await check.catch((error: unknown) => {
         if (client === checked) lose(error);
@@ -109,4 +121,32 @@ export async function listenWithReconnect(options: ListenOptions): Promise<() =>
     clearTimeout(timer);
     await client?.end().catch(() => undefined);
   };
+}
+
+/** What a ping needs of pg's connection: its Sync message and the ReadyForQuery that answers it. */
+interface Wire {
+  sync(): void;
+  once(event: "readyForQuery", listener: () => void): unknown;
+  off(event: "readyForQuery", listener: () => void): unknown;
+}
+
+/**
+ * One round trip on an idle connection without a transaction: a Sync, answered by ReadyForQuery (an
+ * empty query or `SELECT 1` would each commit one). Only while nothing else is sent on the connection:
+ * the listener's loop sends one thing at a time. Rejects after `timeoutMs` without an answer.
+ */
+export function ping(client: pg.Client, timeoutMs: number): Promise<void> {
+  const wire = client.connection as unknown as Wire;
+  return new Promise((resolve, reject) => {
+    const answered = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      wire.off("readyForQuery", answered);
+      reject(new StoreUnavailable("timeout"));
+    }, timeoutMs);
+    wire.once("readyForQuery", answered);
+    wire.sync();
+  });
 }

@@ -133,10 +133,10 @@ describe.skipIf(!server)("a database that goes away, through a proxy (PostgreSQL
   it("cut under load: cached keys verify for the stale window, then 503; unknown tokens and writes 503; back within 1 s; no acknowledged write lost", { timeout: 60_000 }, async () => {
     const STALE_MS = 1_500;
     const { svc, proxy } = await throughProxy(STALE_MS);
-    const acme = await createTenant(svc, "acme");
-    // The cached key's one look-up in the database happens during this request: its stale window
-    // ends between firstSentAt + STALE_MS and seenAt + STALE_MS.
+    // The cached key counts as seen from its creation by this process (it wrote the state it knows),
+    // and is not read again: its stale window ends between firstSentAt + STALE_MS and seenAt + STALE_MS.
     const firstSentAt = performance.now();
+    const acme = await createTenant(svc, "acme");
     expect((await svc.as(acme.keys.domain).get("/keys/self")).status).toBe(200);
     const seenAt = performance.now();
     const traffic = load(svc, acme.keys.domain, acme.keys.customer);
@@ -159,7 +159,7 @@ describe.skipIf(!server)("a database that goes away, through a proxy (PostgreSQL
         `${traffic.acknowledged.write.length} writes acknowledged, ${lost.length} lost`,
     );
     expect(statusesOf(traffic.samples).filter((status) => ![200, 401, 503].includes(status))).toEqual([]);
-    expect(statusesOf(cached.filter((s) => s.answeredAt < firstSentAt + STALE_MS))).toEqual([200]);
+    expect(statusesOf(cached.filter((s) => s.answeredAt < firstSentAt + STALE_MS)).filter((status) => status !== 200)).toEqual([]);
     expect(statusesOf(cached.filter((s) => s.sentAt > seenAt + STALE_MS))).toEqual([503]);
     expect(statusesOf(traffic.between("unknown", cutAt, restoredAt))).toEqual([503]);
     expect(statusesOf(traffic.between("write", cutAt, restoredAt))).toEqual([503]);

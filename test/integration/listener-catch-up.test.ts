@@ -108,7 +108,8 @@ describe.skipIf(!server)("a listener cut while keys change, then reconnected (Po
         (change) => (caught.push({ id: change.id, at: performance.now() }), states.push({ state: "caught", id: change.id })),
         () => missed++,
       );
-      const catchUp: CatchUp = { read: async (q) => (await inner.read(q), reads.poke()), lost: () => inner.lost() };
+      // Read at every check, as if always wanted: the reads are this test's clock (an idle listener reads only when told to).
+      const catchUp: CatchUp = { read: async (q) => (await inner.read(q), reads.poke()), lost: () => inner.lost(), wanted: () => true };
       const unlisten = await db.listen(keyChannel(() => undefined, () => undefined), (state) => (states.push({ state }), (state === "lost" ? lost : restored).poke()), catchUp);
       cleanups.push(unlisten);
       await reads.reach(3, "checks before the cut");
@@ -187,5 +188,29 @@ describe.skipIf(!server)("a listener cut while keys change, then reconnected (Po
     console.log(`[catch-up] changed keys refused ${refusedAfter.map((ms) => `${Math.round(ms)} ms`).join(", ")} after the database came back`);
     for (const ms of refusedAfter) expect(ms).toBeLessThan(WITHIN_MS);
     expect((await b.as(kept!.keyId).get("/keys/self")).status).toBe(200);
+  });
+});
+
+describe.skipIf(!server)("an idle listener (PostgreSQL; skipped without a server)", () => {
+  it("reads the log only after an announcement, and checks its connection without a statement (docs/scaling.md, \"What an idle process costs\")", { timeout: 30_000 }, async () => {
+    const { svc, root, keys } = await started("postgres");
+    const logs: string[] = [];
+    const db = openPostgres({ connectionString: svc.database.url!, log: captureLogger(logs), timeoutMs: 1_000, listenCheckMs: CHECK_MS });
+    cleanups.push(() => db.close());
+    const reads = counter();
+    const changes = counter();
+    const inner = keyCatchUp(() => changes.poke(), () => undefined);
+    const catchUp: CatchUp = { read: async (q) => (await inner.read(q), reads.poke()), lost: () => inner.lost(), wanted: () => inner.wanted() };
+    const unlisten = await db.listen(keyChannel(() => changes.poke(), () => undefined), undefined, catchUp);
+    cleanups.push(unlisten);
+    // The first read, and those until the cursor has a floor (none running here: the first is the floor).
+    const settled = reads.n;
+    // Twenty checks with nothing announced: no read, and the connection is still heard.
+    await new Promise((resolve) => setTimeout(resolve, CHECK_MS * 20));
+    expect(reads.n).toBe(settled);
+    expect((await svc.as(root).put(`/keys/${keys[0]!.id}`, { active: false })).status).toBe(200);
+    await reads.reach(settled + 1, "a read after the announcement", 5_000);
+    await changes.reach(2, "announced, then read");
+    expect(logs.filter((line) => line.includes("notification connection lost"))).toEqual([]);
   });
 });

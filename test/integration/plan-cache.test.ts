@@ -49,6 +49,7 @@ describe.skipIf(!hasPostgres)("prepared statements' plans on PostgreSQL", () => 
       const stop = await db.listen({ keyplane_plan_test: () => undefined }, undefined, {
         read: async (q) => void (plans ??= await plansOf(q)),
         lost: () => undefined,
+        wanted: () => false,
       });
       await stop();
       expect(plans).toEqual({ generic: 0, custom: RUNS });

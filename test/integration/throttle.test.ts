@@ -72,7 +72,11 @@ describe.each(backends())("throttling on %s", (backend) => {
     expect((await c.auth(acme.keys.customer)).status).toBe(200);
     expect((await c.verify(acme.keys.customer)).body).toMatchObject({ valid: true, code: "VALID" });
     expect(svc.ctx.keyCache.stats().queries).toBe(before); // the key from the cache (the path's customer is looked up)
-    expect((await c.auth(acme.keys.domain)).status).toBe(429); // valid, but this process has not seen it
+    // A key this process made counts as seen valid (it wrote it: docs/api.md): once its cache is
+    // emptied, the domain key is valid but not seen.
+    expect((await c.self(acme.keys.domain)).status).toBe(200);
+    svc.ctx.keyCache.clear();
+    expect((await c.auth(acme.keys.domain)).status).toBe(429);
   });
 
   it("lets Retry-After fall as failures age out of the minute, then lets the client go", async () => {
