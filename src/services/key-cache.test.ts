@@ -29,7 +29,7 @@ function fakeStore() {
       const hash = (params![0] as Buffer).toString("hex");
       const found = live.has(hash);
       await gate;
-      return (found ? [{ id: 1, token_hash: params![0], active: !store.disabled.has(hash), c_id: 1 }] : []) as unknown as R[];
+      return (found ? [{ id: 1, token_hash: params![0], token_sealed: Buffer.alloc(60, 1), active: !store.disabled.has(hash), c_id: 1 }] : []) as unknown as R[];
     },
     async exec() {},
   };
@@ -154,6 +154,19 @@ describe("KeyCache", () => {
     expect(entryBytes({ ...key, name: "n".repeat(1_001) })).toBe(entryBytes({ ...key, name: "n" }) + 2_000);
     const policy = { restrictions: { ips: Array.from({ length: 100 }, (_, i) => `10.0.${i}.0/24`) } } as unknown as StoredKey["policy"];
     expect(entryBytes({ ...key, policy })).toBeGreaterThan(entryBytes(key) + 2 * 1_000);
+  });
+
+  it("keeps a key's buffers apart from Node's shared slabs, so a cached key pins none of them", async () => {
+    const store = fakeStore();
+    store.live.add(hash(3));
+    const v = new KeyCache(store);
+    const key = (await v.lookup(hash(3)))!;
+    expect(key.hash.toString("hex")).toBe(hash(3));
+    expect(key.sealed.equals(Buffer.alloc(60, 1))).toBe(true);
+    // The key's two buffers and nothing else: its memory is exactly theirs.
+    expect(key.hash.buffer).toBe(key.sealed.buffer);
+    expect(key.hash.buffer.byteLength).toBe(key.hash.length + key.sealed.length);
+    expect(await v.lookup(hash(3))).toBe(key); // what it answers from then on
   });
 
   it("keeps its keys through a flood of unknown tokens", async () => {
@@ -318,7 +331,7 @@ describe("seenValidWithin", () => {
 });
 
 describe("KeyCache: keys this process wrote", () => {
-  const written = (active = true) => ({ id: 7, active }) as unknown as StoredKey;
+  const written = (active = true) => ({ id: 7, active, hash: Buffer.from(hash(1), "hex"), sealed: Buffer.alloc(60, 1) }) as unknown as StoredKey;
 
   it("counts a key it wrote as seen valid from then, through an outage, never looked up before", async () => {
     const store = fakeStore();

@@ -37,7 +37,7 @@ const UNKNOWN = Symbol("unknown");
 /** How many unknown tokens are remembered: some 190 bytes each (bench/cache-cost.ts), 9.5 MB in all. */
 export const NEGATIVE_ENTRIES = 50_000;
 /** The share of the heap's limit the keys' entries may take, by default. */
-export const HEAP_SHARE = 0.25;
+export const HEAP_SHARE = 0.125;
 /**
  * What an entry of a key costs beyond the text `entryBytes` counts: its objects, dates, Buffers (the
  * sealed token and the hash) and the hash that is the map's key. bench/cache-cost.ts measured 2,567
@@ -45,6 +45,19 @@ export const HEAP_SHARE = 0.25;
  * some 600 bytes: this base leaves room over that.
  */
 const ENTRY_BASE_BYTES = 2_048;
+
+/**
+ * The key with its two buffers copied into one of their own. Node hands out small buffers (a row's
+ * bytea, a hash) as slices of shared 8 KiB slabs, so a cached key's slice kept its whole slab alive
+ * outside the heap long after the slab's other buffers were gone: in the soak, 85 MiB outside the
+ * heap for some 16,000 keys (docs/scaling.md, "Memory"). Once per entry kept, on a miss.
+ */
+function unpooled(key: StoredKey): StoredKey {
+  const own = Buffer.allocUnsafeSlow(key.sealed.length + key.hash.length);
+  key.sealed.copy(own, 0);
+  key.hash.copy(own, key.sealed.length);
+  return { ...key, sealed: own.subarray(0, key.sealed.length), hash: own.subarray(key.sealed.length) };
+}
 
 /**
  * What a key's entry is charged, in bytes: the base, and its text that varies from key to key (its
@@ -165,19 +178,23 @@ export class KeyCache {
       }
       throw error;
     }
-    if (epoch === this.#epoch) this.#keep(hashHex, { value: found ?? UNKNOWN, at: now });
-    return found;
+    return epoch === this.#epoch ? this.#keep(hashHex, found, now) : found;
   }
 
-  /** Keeps an answer where its kind goes, dropping any of the other kind for the same token. */
-  #keep(hashHex: string, entry: Entry): void {
-    if (entry.value === UNKNOWN) {
+  /**
+   * Keeps an answer where its kind goes, dropping any of the other kind for the same token: a key as a
+   * copy with buffers of its own (unpooled), which is what it answers from then on.
+   */
+  #keep(hashHex: string, found: StoredKey | undefined, at: number): StoredKey | undefined {
+    if (found === undefined) {
       this.#cache.delete(hashHex);
-      this.#unknown.set(hashHex, entry);
-    } else {
-      this.#unknown.delete(hashHex);
-      this.#cache.set(hashHex, entry);
+      this.#unknown.set(hashHex, { value: UNKNOWN, at });
+      return undefined;
     }
+    const kept = unpooled(found);
+    this.#unknown.delete(hashHex);
+    this.#cache.set(hashHex, { value: kept, at });
+    return kept;
   }
 
   /**
@@ -236,7 +253,7 @@ export class KeyCache {
     if (this.#cleared > since || this.#forgottenDrops > since || (this.#dropped.get(hashHex) ?? 0) > since) return;
     this.#epoch++;
     this.#loading.delete(hashHex);
-    this.#keep(hashHex, { value: key, at: this.#now() });
+    this.#keep(hashHex, key, this.#now());
   }
 
   /** Drops every entry: after a change that touches many keys. */
