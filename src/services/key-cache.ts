@@ -34,15 +34,15 @@ import type { Maybe } from "./maybe.ts";
 // flood of never-seen tokens neither pushes the keys out nor grows past NEGATIVE_ENTRIES.
 const UNKNOWN = Symbol("unknown");
 
-/** How many unknown tokens are remembered: some 190 bytes each (bench/cache-cost.ts), 9.5 MB in all. */
+/** How many unknown tokens are remembered: some 180 bytes each (bench/cache-cost.ts), 9 MB in all. */
 export const NEGATIVE_ENTRIES = 50_000;
 /** The share of the heap's limit the keys' entries may take, by default. */
 export const HEAP_SHARE = 0.125;
 /**
  * What an entry of a key costs beyond the text `entryBytes` counts: its objects, dates, Buffers (the
- * sealed token and the hash) and the hash that is the map's key. bench/cache-cost.ts measured 2,567
- * bytes in all for a domain key with a rate limit on a domain with a policy, whose counted text is
- * some 600 bytes: this base leaves room over that.
+ * sealed token and the hash) and the hash that is the map's key. bench/cache-cost.ts measured 2,412
+ * bytes in all for a domain key on a domain with a policy, one in two with a rate limit, charged
+ * 3,017 on average: this base leaves room over the cost.
  */
 const ENTRY_BASE_BYTES = 2_048;
 
