@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Queryable, Row } from "../store/database.ts";
 import { StoreUnavailable } from "../domain/errors.ts";
 import type { StoredKey } from "../domain/model.ts";
-import { KeyCache, seenValidWithin } from "./key-cache.ts";
+import { entryBytes, KeyCache, NEGATIVE_ENTRIES, seenValidWithin } from "./key-cache.ts";
 
 // The cache's own rules, over a fake store whose answers the test controls.
 function fakeStore() {
@@ -29,7 +29,7 @@ function fakeStore() {
       const hash = (params![0] as Buffer).toString("hex");
       const found = live.has(hash);
       await gate;
-      return (found ? [{ id: 1, token_hash: params![0], active: !store.disabled.has(hash), c_id: 1 }] : []) as unknown as R[];
+      return (found ? [{ id: 1, token_hash: params![0], token_sealed: Buffer.alloc(60, 1), active: !store.disabled.has(hash), c_id: 1 }] : []) as unknown as R[];
     },
     async exec() {},
   };
@@ -37,6 +37,12 @@ function fakeStore() {
 }
 
 const hash = (n: number) => Buffer.alloc(32, n).toString("hex");
+/** The nth of as many distinct token hashes as a flood needs. */
+const nth = (n: number) => {
+  const b = Buffer.alloc(32, 0xee);
+  b.writeUInt32BE(n);
+  return b.toString("hex");
+};
 
 describe("KeyCache", () => {
   it("answers a known token from the cache after the first look-up", async () => {
@@ -123,11 +129,67 @@ describe("KeyCache", () => {
     expect(store.queries).toBe(2);
   });
 
-  it("holds at most maxEntries", async () => {
+  it("holds at most maxEntries keys", async () => {
     const store = fakeStore();
+    for (let i = 0; i < 50; i++) store.live.add(hash(i));
     const v = new KeyCache(store, { maxEntries: 10 });
     for (let i = 0; i < 50; i++) await v.lookup(hash(i));
     expect(v.stats().size).toBe(10);
+  });
+
+  it("holds keys within maxBytes, each charged its entryBytes", async () => {
+    const store = fakeStore();
+    for (let i = 0; i < 50; i++) store.live.add(hash(i));
+    const one = (await new KeyCache(store).lookup(hash(0)))!;
+    const v = new KeyCache(store, { maxBytes: 5 * entryBytes(one) });
+    for (let i = 0; i < 50; i++) await v.lookup(hash(i));
+    expect(v.stats().size).toBe(5);
+    expect(v.bytes()).toBe(5 * entryBytes(one));
+  });
+
+  it("charges a key by its text: a long name or a large policy costs more", async () => {
+    const store = fakeStore();
+    store.live.add(hash(1));
+    const key = (await new KeyCache(store).lookup(hash(1)))!;
+    expect(entryBytes({ ...key, name: "n".repeat(1_001) })).toBe(entryBytes({ ...key, name: "n" }) + 2_000);
+    const policy = { restrictions: { ips: Array.from({ length: 100 }, (_, i) => `10.0.${i}.0/24`) } } as unknown as StoredKey["policy"];
+    expect(entryBytes({ ...key, policy })).toBeGreaterThan(entryBytes(key) + 2 * 1_000);
+  });
+
+  it("keeps a key's buffers apart from Node's shared slabs, so a cached key pins none of them", async () => {
+    const store = fakeStore();
+    store.live.add(hash(3));
+    const v = new KeyCache(store);
+    const key = (await v.lookup(hash(3)))!;
+    expect(key.hash.toString("hex")).toBe(hash(3));
+    expect(key.sealed.equals(Buffer.alloc(60, 1))).toBe(true);
+    // The key's two buffers and nothing else: its memory is exactly theirs.
+    expect(key.hash.buffer).toBe(key.sealed.buffer);
+    expect(key.hash.buffer.byteLength).toBe(key.hash.length + key.sealed.length);
+    expect(await v.lookup(hash(3))).toBe(key); // what it answers from then on
+  });
+
+  it("keeps its keys through a flood of unknown tokens", async () => {
+    const store = fakeStore();
+    for (let i = 0; i < 10; i++) store.live.add(hash(i));
+    const v = new KeyCache(store, { maxEntries: 10 });
+    for (let i = 0; i < 10; i++) await v.lookup(hash(i));
+    for (let i = 0; i < 1_000; i++) await v.lookup(nth(i));
+    const asked = store.queries;
+    for (let i = 0; i < 10; i++) expect((await v.lookup(hash(i)))?.id).toBe(1);
+    expect(store.queries).toBe(asked);
+  });
+
+  it("remembers at most NEGATIVE_ENTRIES unknown tokens, the latest", async () => {
+    const store = fakeStore();
+    const v = new KeyCache(store);
+    for (let i = 0; i < NEGATIVE_ENTRIES + 100; i++) await v.lookup(nth(i));
+    expect(v.stats().size).toBe(NEGATIVE_ENTRIES);
+    const asked = store.queries;
+    expect(await v.lookup(nth(NEGATIVE_ENTRIES + 99))).toBeUndefined();
+    expect(store.queries).toBe(asked);
+    await v.lookup(nth(0));
+    expect(store.queries).toBe(asked + 1);
   });
 
   describe("when the database cannot be reached", () => {
@@ -269,7 +331,7 @@ describe("seenValidWithin", () => {
 });
 
 describe("KeyCache: keys this process wrote", () => {
-  const written = (active = true) => ({ id: 7, active }) as unknown as StoredKey;
+  const written = (active = true) => ({ id: 7, active, hash: Buffer.from(hash(1), "hex"), sealed: Buffer.alloc(60, 1) }) as unknown as StoredKey;
 
   it("counts a key it wrote as seen valid from then, through an outage, never looked up before", async () => {
     const store = fakeStore();

@@ -1,4 +1,5 @@
 import { performance } from "node:perf_hooks";
+import { getHeapStatistics } from "node:v8";
 import { LRUCache } from "lru-cache";
 import { StoreUnavailable } from "../domain/errors.ts";
 import type { StoredKey } from "../domain/model.ts";
@@ -26,7 +27,47 @@ import type { Maybe } from "./maybe.ts";
 //   read again as it ages, however long the client stays throttled;
 // - a key this process has just written (created, enabled, rotated) is kept as the write left it, so
 //   it counts as seen valid from then; unless it was dropped after the write began (another change).
+//
+// Memory is bounded by size, not only by count (docs/scaling.md, "Memory"): a key's entry costs some
+// 2.5 KiB (bench/cache-cost.ts), so 100,000 of them would not fit the heap `npm start` gives. Keys are
+// kept within `maxBytes`, counted by `entryBytes`; unknown tokens apart, in an LRU of their own, so a
+// flood of never-seen tokens neither pushes the keys out nor grows past NEGATIVE_ENTRIES.
 const UNKNOWN = Symbol("unknown");
+
+/** How many unknown tokens are remembered: some 180 bytes each (bench/cache-cost.ts), 9 MB in all. */
+export const NEGATIVE_ENTRIES = 50_000;
+/** The share of the heap's limit the keys' entries may take, by default. */
+export const HEAP_SHARE = 0.125;
+/**
+ * What an entry of a key costs beyond the text `entryBytes` counts: its objects, dates, Buffers (the
+ * sealed token and the hash) and the hash that is the map's key. bench/cache-cost.ts measured 2,412
+ * bytes in all for a domain key on a domain with a policy, one in two with a rate limit, charged
+ * 3,017 on average: this base leaves room over the cost.
+ */
+const ENTRY_BASE_BYTES = 2_048;
+
+/**
+ * The key with its two buffers copied into one of their own. Node hands out small buffers (a row's
+ * bytea, a hash) as slices of shared 8 KiB slabs, so a cached key's slice kept its whole slab alive
+ * outside the heap long after the slab's other buffers were gone: in the soak, 85 MiB outside the
+ * heap for some 16,000 keys (docs/scaling.md, "Memory"). Once per entry kept, on a miss.
+ */
+function unpooled(key: StoredKey): StoredKey {
+  const own = Buffer.allocUnsafeSlow(key.sealed.length + key.hash.length);
+  key.sealed.copy(own, 0);
+  key.hash.copy(own, key.sealed.length);
+  return { ...key, sealed: own.subarray(0, key.sealed.length), hash: own.subarray(key.sealed.length) };
+}
+
+/**
+ * What a key's entry is charged, in bytes: the base, and its text that varies from key to key (its
+ * name, its policy and the entities it embeds, with theirs) at 2 bytes a character, an upper bound of
+ * what V8 keeps of it. Worked out once per entry kept, on a miss, never on a hit.
+ */
+export function entryBytes(key: StoredKey): number {
+  const text = JSON.stringify([key.name, key.managedBy, key.policy, key.tenant, key.domain, key.application, key.subscriber, key.user]);
+  return ENTRY_BASE_BYTES + 2 * text.length;
+}
 
 interface Entry {
   value: StoredKey | typeof UNKNOWN;
@@ -35,7 +76,10 @@ interface Entry {
 }
 
 export interface KeyCacheOptions {
+  /** How many keys are kept at most. */
   maxEntries?: number;
+  /** How many bytes the keys' entries may take (entryBytes); by default HEAP_SHARE of the heap's limit. */
+  maxBytes?: number;
   ttlMs?: number;
   /**
    * The stale window: how long a key seen valid keeps verifying while the database cannot be reached,
@@ -52,12 +96,16 @@ export interface KeyCacheStats {
   queries: number;
   /** Answers given from the stale window while the database could not be reached. */
   stale: number;
+  /** Entries: keys and unknown tokens. */
   size: number;
 }
 
 export class KeyCache {
   readonly #db: Queryable;
+  /** Live keys (active or not), within maxEntries and maxBytes. */
   readonly #cache: LRUCache<string, Entry>;
+  /** Unknown tokens: a flood of them cannot push keys out of #cache. */
+  readonly #unknown = new LRUCache<string, Entry>({ max: NEGATIVE_ENTRIES });
   readonly #ttlMs: number;
   readonly #staleMs: number;
   readonly #now: () => number;
@@ -82,14 +130,17 @@ export class KeyCache {
   #freshSince = -Infinity;
   #listening = true;
 
-  constructor(db: Queryable, { maxEntries = 100_000, ttlMs = 30_000, staleMs = 300_000, now = () => performance.now() }: KeyCacheOptions = {}) {
+  constructor(db: Queryable, {
+    maxEntries = 100_000, maxBytes = Math.floor(getHeapStatistics().heap_size_limit * HEAP_SHARE), ttlMs = 30_000, staleMs = 300_000,
+    now = () => performance.now(),
+  }: KeyCacheOptions = {}) {
     this.#db = db;
     this.#ttlMs = ttlMs;
     this.#staleMs = staleMs;
     this.#now = now;
     // Entries go only when the LRU needs room: whether one is fresh, or within the stale window, is
     // judged here, per entry (the LRU's own time limits cost a clock read on every look-up).
-    this.#cache = new LRUCache<string, Entry>({ max: maxEntries });
+    this.#cache = new LRUCache<string, Entry>({ max: maxEntries, maxSize: maxBytes, sizeCalculation: (entry) => entryBytes(entry.value as StoredKey) });
   }
 
   /**
@@ -97,7 +148,7 @@ export class KeyCache {
    * from a fresh entry, else from the database.
    */
   lookup(hashHex: string): Maybe<StoredKey | undefined> {
-    const cached = this.#cache.get(hashHex);
+    const cached = this.#cache.get(hashHex) ?? this.#unknown.get(hashHex);
     const now = this.#now();
     if (cached && this.#isFresh(cached, now)) {
       this.#stats.hits++;
@@ -127,8 +178,23 @@ export class KeyCache {
       }
       throw error;
     }
-    if (epoch === this.#epoch) this.#cache.set(hashHex, { value: found ?? UNKNOWN, at: now });
-    return found;
+    return epoch === this.#epoch ? this.#keep(hashHex, found, now) : found;
+  }
+
+  /**
+   * Keeps an answer where its kind goes, dropping any of the other kind for the same token: a key as a
+   * copy with buffers of its own (unpooled), which is what it answers from then on.
+   */
+  #keep(hashHex: string, found: StoredKey | undefined, at: number): StoredKey | undefined {
+    if (found === undefined) {
+      this.#cache.delete(hashHex);
+      this.#unknown.set(hashHex, { value: UNKNOWN, at });
+      return undefined;
+    }
+    const kept = unpooled(found);
+    this.#unknown.delete(hashHex);
+    this.#cache.set(hashHex, { value: kept, at });
+    return kept;
   }
 
   /**
@@ -155,6 +221,7 @@ export class KeyCache {
     this.#epoch++;
     this.#dropped.set(hashHex, this.#epoch);
     this.#cache.delete(hashHex);
+    this.#unknown.delete(hashHex);
     this.#loading.delete(hashHex);
     const wroteAt = this.#written.get(hashHex);
     if (wroteAt !== undefined && this.#now() - wroteAt <= this.#staleMs) void Promise.resolve(this.lookup(hashHex)).catch(() => undefined);
@@ -186,13 +253,14 @@ export class KeyCache {
     if (this.#cleared > since || this.#forgottenDrops > since || (this.#dropped.get(hashHex) ?? 0) > since) return;
     this.#epoch++;
     this.#loading.delete(hashHex);
-    this.#cache.set(hashHex, { value: key, at: this.#now() });
+    this.#keep(hashHex, key, this.#now());
   }
 
   /** Drops every entry: after a change that touches many keys. */
   clear(): void {
     this.#cleared = ++this.#epoch;
     this.#cache.clear();
+    this.#unknown.clear();
     this.#loading.clear();
   }
 
@@ -209,7 +277,12 @@ export class KeyCache {
   }
 
   stats(): KeyCacheStats {
-    return { ...this.#stats, size: this.#cache.size };
+    return { ...this.#stats, size: this.#cache.size + this.#unknown.size };
+  }
+
+  /** What the keys' entries are charged against maxBytes (entryBytes). */
+  bytes(): number {
+    return this.#cache.calculatedSize;
   }
 }
 

@@ -8,6 +8,12 @@ import type { KeyCache } from "./key-cache.ts";
 // database hears of it in one statement per flush, at most once per key per flush interval (a minute),
 // and at shutdown. A key nobody used costs nothing.
 export const LAST_USE_FLUSH_MS = 60_000;
+/**
+ * How many keys may wait for a flush before one is made at once: the uses wait in memory, some 100
+ * bytes a key, and a mix of many distinct keys would otherwise keep each one used within the minute
+ * (docs/scaling.md, "Memory").
+ */
+export const LAST_USE_MAX_PENDING = 50_000;
 
 interface Use {
   hash: Buffer;
@@ -30,7 +36,10 @@ export class LastUse {
   /** A successful authentication of `key` at `at`: kept in memory until the next flush. */
   record(key: StoredKey, at: Date): void {
     const use = this.#pending.get(key.id);
-    if (use === undefined) this.#pending.set(key.id, { hash: key.hash, at });
+    if (use === undefined) {
+      this.#pending.set(key.id, { hash: key.hash, at });
+      if (this.#pending.size >= LAST_USE_MAX_PENDING) void this.flush();
+    }
     // Compared as numbers: < on two Dates looks up how to make numbers of them, on every request.
     else if (use.at.getTime() < at.getTime()) use.at = at;
   }
