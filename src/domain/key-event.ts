@@ -7,7 +7,7 @@ export type KeyAction = (typeof KEY_ACTIONS)[number];
 
 /**
  * Who made a change: a key (through the REST API), the admin, the operator for an ApiKey, the runtime,
- * keyplane itself, or a scanner's leak report (docs/leaks.md).
+ * keyplane itself, a scanner's leak report (docs/leaks.md), or an import of keys (docs/migration.md).
  */
 export type Actor =
   | { type: "key"; id: number; name: string }
@@ -15,7 +15,8 @@ export type Actor =
   | { type: "operator"; apiKey: string }
   | { type: "runtime" }
   | { type: "system" }
-  | { type: "scanner"; name: ScannerName };
+  | { type: "scanner"; name: ScannerName }
+  | { type: "import" };
 
 /** Who reported a leak: GitHub's secret scanning (POST /leaks/github), or another scanner through the admin (POST /admin/leaks). */
 export type ScannerName = "github" | "admin";
@@ -28,6 +29,7 @@ export interface Author {
 
 export const ADMIN: Author = { actor: { type: "admin" }, requestId: null };
 export const RUNTIME: Author = { actor: { type: "runtime" }, requestId: null };
+export const IMPORT: Author = { actor: { type: "import" }, requestId: null };
 export const SYSTEM: Author = { actor: { type: "system" }, requestId: null };
 export const operator = (apiKey: string): Author => ({ actor: { type: "operator", apiKey }, requestId: null });
 export const scanner = (name: ScannerName, requestId: string | null): Author => ({ actor: { type: "scanner", name }, requestId });

@@ -197,6 +197,7 @@ const actorObject = z.discriminatedUnion("type", [
   z.object({ type: z.literal("operator"), apiKey: z.string().describe("namespace/name of the ApiKey resource") }).strict(),
   z.object({ type: z.literal("runtime") }).strict(),
   z.object({ type: z.literal("system") }).strict(),
+  z.object({ type: z.literal("import") }).strict().describe("An import of keys (POST /admin/keys/import)"),
   z.object({ type: z.literal("scanner"), name: z.enum(["github", "admin"]).describe("Who reported the leak: GitHub (/leaks/github) or the admin (/admin/leaks)") }).strict(),
 ]);
 /** A `leaked` event's `changes.leak`: where the scanner found the token (docs/leaks.md). */
