@@ -29,7 +29,6 @@ export interface Author {
 
 export const ADMIN: Author = { actor: { type: "admin" }, requestId: null };
 export const RUNTIME: Author = { actor: { type: "runtime" }, requestId: null };
-export const IMPORT: Author = { actor: { type: "import" }, requestId: null };
 export const SYSTEM: Author = { actor: { type: "system" }, requestId: null };
 export const operator = (apiKey: string): Author => ({ actor: { type: "operator", apiKey }, requestId: null });
 export const scanner = (name: ScannerName, requestId: string | null): Author => ({ actor: { type: "scanner", name }, requestId });

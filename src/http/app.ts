@@ -5,10 +5,11 @@ import { authenticate } from "../services/authenticate.ts";
 import type { RuntimeOptions } from "../runtime/runtime.ts";
 import type { Context } from "../services/context.ts";
 import { adminRoutes } from "./admin-routes.ts";
-import { BODY_LIMIT, hasBody, isJson } from "./body.ts";
+import { BODY_LIMIT, hasBody, isJson, isStreamedBody } from "./body.ts";
 import { isAdminToken } from "./admin-token.ts";
 import { errorHandler, sendError } from "./errors.ts";
 import { healthRoutes } from "./health-routes.ts";
+import { importRoutes } from "./import/import-routes.ts";
 import { keysRoutes } from "./keys-routes.ts";
 import { verifyRoutes } from "./verify-routes.ts";
 import { authRoutes, type AuthHandler } from "./auth-routes.ts";
@@ -58,6 +59,7 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
     ...authRoutes(options.auth),
     ...leakRoutes(ctx),
     ...webhooksRoutes(ctx),
+    ...importRoutes(ctx),
   );
   const router = express.Router({ caseSensitive: true, strict: false });
   mount(router, routes, {
@@ -77,9 +79,9 @@ export function createApp(ctx: Context, options: AppOptions): express.Express {
   return app;
 }
 
-/** A request with a body must say it is JSON: anything else is 415 (docs/api.md, "Errors"). */
+/** A request with a body must say it is JSON: anything else is 415 (docs/api.md, "Errors"); the import's route judges its own. */
 function requireJsonBody(req: Request, res: Response, next: NextFunction): void {
-  if (hasBody(req) && !isJson(req)) {
+  if (hasBody(req) && !isJson(req) && !isStreamedBody(req)) {
     sendError(res, "unsupported_media_type", "The request body must be JSON (Content-Type: application/json).");
     return;
   }

@@ -21,10 +21,10 @@ function upTo<S extends z.ZodType<string>>(schema: S, max: number): S {
 
 /** Free text (docs/api.md, "Text"): well-formed Unicode without NUL. Every free-text field is this; the others are ASCII patterns, which imply it. */
 export const text = (max: number) => upTo(z.string().regex(TEXT, TEXT_RULE), max);
-const keyName = keyNameSchema.regex(TEXT, TEXT_RULE);
+export const keyName = keyNameSchema.regex(TEXT, TEXT_RULE);
 
 /** An RFC 3339 time with its offset ("Z" or "+02:00"); whether it lies in the future, the service checks against its clock. */
-const rfc3339 = z.iso
+export const rfc3339 = z.iso
   .datetime({ offset: true, error: "must be an RFC 3339 time with an offset, such as 2026-12-31T23:59:59Z" })
   .transform((time) => new Date(time));
 

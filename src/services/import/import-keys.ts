@@ -1,6 +1,6 @@
 import { AppError, statusOf, type ErrorCode } from "../../domain/errors.ts";
 import { importedType, importLineProblem, importVerdict, type ImportedKey, type ImportLine, type ImportVerdict } from "../../domain/import/import-line.ts";
-import { changesBetween, IMPORT, type Changes } from "../../domain/key-event.ts";
+import { changesBetween, type Author, type Changes } from "../../domain/key-event.ts";
 import { keyHolder } from "../../domain/lineage.ts";
 import type { Policy } from "../../domain/policy/policy.ts";
 import { tokenHashHex } from "../../domain/token.ts";
@@ -44,9 +44,11 @@ interface Pending {
 export class KeyImport {
   readonly #needs: ImportNeeds;
   readonly #directory: ImportDirectory;
+  readonly #by: Author;
 
   constructor(needs: ImportNeeds, options: ImportOptions) {
     this.#needs = needs;
+    this.#by = options.by;
     this.#directory = new ImportDirectory(needs, options);
   }
 
@@ -125,7 +127,7 @@ export class KeyImport {
     return {
       hash: Buffer.from(p.hash, "hex"), sealed: this.#needs.sealer.seal(line.keyId, Buffer.from(p.hash, "hex")), name: key.name, active: key.active,
       type: importedType(line), scope: key.scope, userId: key.userId, managedBy: null, expiresAt: key.expiresAt, policy: key.policyValue,
-      author: IMPORT, now: createdAt,
+      author: this.#by, now: createdAt,
       changes: { ...changesBetween(undefined, { name: key.name, active: key.active, expiresAt: key.expiresAt, replacedBy: null }), ...policyChanges(null, key.policyValue) },
     };
   }
@@ -138,6 +140,6 @@ export class KeyImport {
     const after = { name: before.name, active: key.active, activeAt: key.active && !before.active ? now : before.activeAt, expiresAt: key.expiresAt, policy: key.policyValue };
     const changes: Changes = { ...changesBetween(before, { ...after, replacedBy: before.replacedBy }), ...policyChanges(before.policy, key.policyValue) };
     if (changes.policy) Object.assign(changes, await resetBalance(tx, keyHolder(before), before.policy, key.policyValue, now));
-    await keyUpdate(tx, id, after, IMPORT, changes, now);
+    await keyUpdate(tx, id, after, this.#by, changes, now);
   }
 }

@@ -1,6 +1,7 @@
 // The import and export of keys (docs/migration.md): use cases that move keys between keyplane and a
 // platform that had them before. They use the store and domain/, and only what ImportNeeds names.
 import type { Logger } from "pino";
+import type { Author } from "../../domain/key-event.ts";
 import type { Sealer } from "../../domain/seal.ts";
 import type { Database } from "../../store/database.ts";
 
@@ -20,6 +21,8 @@ export interface ImportNeeds {
 export type ImportedEntity = "customer" | "domain" | "application" | "subscriber" | "user";
 
 export interface ImportOptions {
+  /** Who the events name: actor import, and the request that carried the file. */
+  by: Author;
   /** Create the customers, domains, applications, subscribers and users that lines name and that do not exist. */
   createDirectory: boolean;
   /** Why `name` cannot name a new entity of that kind; undefined when it can (the directory's own rules, as its paths take them). */
