@@ -9,6 +9,7 @@ import { KeyImport, lineError, type LineOutcome } from "../../services/import/im
 import type { ImportNeeds } from "../../services/import/import-needs.ts";
 import { BODY_LIMIT, limitText } from "../body.ts";
 import { parse, route, type Route } from "../route.ts";
+import { EXPORT_EXAMPLE, IMPORT_ANSWER_EXAMPLE, IMPORT_EXAMPLE, importAnswerLine } from "./import-examples.ts";
 import { creatable, exportQuery, importLineObject, importQuery } from "./import-schemas.ts";
 import { ndjsonLines, type BodyLine } from "./ndjson-lines.ts";
 
@@ -33,12 +34,14 @@ export function importRoutes(needs: ImportNeeds): Route[] {
       refusals: ["unsupported_media_type"],
       summary: "Import keys, tokens and all (NDJSON, one key a line)",
       ok: { status: 200, description: "One line per input line, in order, then a summary line (NDJSON, streamed)" },
+      lines: { request: { schema: importLineObject, examples: IMPORT_EXAMPLE }, response: { schema: importAnswerLine, examples: IMPORT_ANSWER_EXAMPLE } },
       handle: (req, res, { query }) => importFile(needs, req, res, query.createDirectory),
     }),
     route({
       method: "get", path: "/admin/keys/export", operationId: "exportKeys", tag, auth: "admin", query: exportQuery, refusals: ["not_found"],
       summary: "Export every live key in the import's line form (NDJSON)",
       ok: { status: 200, description: "One key a line (NDJSON, streamed)" },
+      lines: { response: { schema: importLineObject, examples: EXPORT_EXAMPLE } },
       handle: async (req, res, { query }) => {
         const narrowing = await exportNarrowing(needs, query.customer, query.domain);
         res.writeHead(200, { "Content-Type": `${NDJSON}; charset=utf-8` });
