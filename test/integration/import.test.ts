@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { backends } from "../support/databases.ts";
-import { startService, type TestService } from "../support/service.ts";
+import { startPeer, startService, type TestService } from "../support/service.ts";
 
 // POST /admin/keys/import and GET /admin/keys/export (docs/api.md, "Import and export"): every status
 // of a line, every refusal with its line number, a body cut off, a second run of the same file, and
@@ -58,5 +58,126 @@ describe.each(backends())("import and export (%s)", (backend) => {
     expect((await svc.as(u).get("/keys/self")).body).toMatchObject({ type: "user", user: { email: "ann@acme.example" } });
     const events = await svc.admin.get(`/admin/events?action=created`);
     expect(events.body.filter((e: { key: { id: number } }) => e.key.id === out[0]!.id)).toMatchObject([{ actor: { type: "import" } }]);
+  });
+
+  it("answers every status and every refusal with its line number, and a second run changes nothing", async () => {
+    const [t1, t2, t3, t4] = [token(), token(), token(), token()];
+    const first = await importFile(svc, ndjson([
+      { customer: "globex", name: "one", keyId: t1 },
+      { customer: "globex", name: "two", keyId: t2 },
+      { customer: "globex", name: "gone", keyId: t3 },
+    ]));
+    expect(first.map((l) => l.status)).toEqual(["created", "created", "created", undefined]);
+    expect((await svc.admin.delete(`/admin/customers/globex`)).status).toBe(204);
+    const file = ndjson([
+      { customer: "initech", name: "one", keyId: t1 }, // another key's token (deleted with globex)
+      { customer: "initech", name: "a", keyId: t4 },
+      { customer: "initech", name: "a", keyId: t4 }, // the line before's key again
+      { customer: "initech", name: "a", keyId: token() }, // the name taken by an earlier line
+      { customer: "initech", name: "b", keyId: t4 }, // the token of an earlier line, another name
+      "not json",
+      "",
+      { customer: "initech", name: "c", keyId: t4.toLowerCase() },
+      { customer: "initech", name: "c", keyId: token(), expiresAt: "2020-01-01T00:00:00Z" },
+      { customer: "initech", name: "c", keyId: token(), createdAt: "yesterday" },
+      { customer: "initech", application: "ivr", name: "c", keyId: token() },
+      { customer: "initech", name: "c", keyId: token(), type: "application" },
+      { customer: "initech", name: "x".repeat(20_000), keyId: token() },
+      { customer: "no such", name: "c", keyId: token() },
+      { customer: "initech", name: "c", keyId: token(), policy: { ratelimits: [{ name: "a", limit: 0, windowSeconds: 1 }] } },
+    ]);
+    const out = await importFile(svc, file);
+    const statuses = out.slice(0, -1).map((l) => [l.line, l.status, (l.error as { error?: string } | undefined)?.error]);
+    expect(statuses).toEqual([
+      [1, "conflict", "conflict"],
+      [2, "created", undefined],
+      [3, "unchanged", undefined],
+      [4, "conflict", "conflict"],
+      [5, "conflict", "conflict"],
+      [6, "invalid", "bad_request"],
+      [7, "invalid", "bad_request"],
+      [8, "invalid", "bad_request"],
+      [9, "invalid", "bad_request"],
+      [10, "invalid", "bad_request"],
+      [11, "invalid", "bad_request"],
+      [12, "invalid", "bad_request"],
+      [13, "invalid", "payload_too_large"],
+      [14, "invalid", "bad_request"],
+      [15, "invalid", "bad_request"],
+    ]);
+    expect(out[2]!.id).toBe(out[1]!.id);
+    expect(out.at(-1)).toEqual({ summary: { created: 1, updated: 0, unchanged: 1, conflict: 3, invalid: 10 } });
+
+    const again = await importFile(svc, file);
+    expect(again.at(-1)).toEqual({ summary: { created: 0, updated: 0, unchanged: 2, conflict: 3, invalid: 10 } });
+    expect(again.slice(0, 3).map((l) => l.status)).toEqual(["conflict", "unchanged", "unchanged"]);
+
+    const disabled = await importFile(svc, ndjson([{ customer: "initech", name: "a", keyId: t4, active: false, expiresAt: FUTURE }]));
+    expect(disabled[0]).toEqual({ line: 1, status: "updated", id: out[1]!.id });
+    expect((await svc.as(t4).get("/keys/self")).status).toBe(401);
+    const events = (await svc.admin.get(`/admin/events`)).body.filter((e: { key: { id: number } }) => e.key.id === out[1]!.id);
+    expect(events.map((e: { action: string; actor: object; changes: object }) => [e.action, e.actor, Object.keys(e.changes)])).toEqual([
+      ["updated", { type: "import" }, ["active", "expiresAt"]],
+      ["created", { type: "import" }, ["name", "active"]],
+    ]);
+  });
+
+  it("refuses an unknown entity without createDirectory, and a body that is not NDJSON", async () => {
+    const out = await importFile(svc, ndjson([{ customer: "nobody", name: "a", keyId: token() }]), "");
+    expect(out[0]).toMatchObject({ line: 1, status: "invalid", error: { status: 404, error: "not_found" } });
+    const json = await supertest(svc.app).post("/admin/keys/import").set("Authorization", `Bearer ${svc.adminToken}`).send({ customer: "acme" });
+    expect(json.status).toBe(415);
+    expect(json.body.error).toBe("unsupported_media_type");
+  });
+
+  it("a body cut off mid-line: the lines before it stand, the cut line is invalid", async () => {
+    const [a, b] = [token(), token()];
+    const whole = ndjson([{ customer: "hooli", name: "a", keyId: a }, { customer: "hooli", name: "b", keyId: b }]);
+    const out = await importFile(svc, whole.slice(0, whole.length - 10));
+    expect(out.map((l) => l.status ?? "summary")).toEqual(["created", "invalid", "summary"]);
+    expect((await svc.as(a).get("/keys/self")).status).toBe(200);
+    expect((await svc.as(b).get("/keys/self")).status).toBe(401);
+  });
+
+  it("a key's token is 401 on /admin/keys/*, and domain without customer is 400", async () => {
+    const t = token();
+    await importFile(svc, ndjson([{ customer: "umbrella", name: "root", keyId: t }]));
+    for (const req of [svc.as(t).get("/admin/keys/export"), svc.as(t).post("/admin/keys/import")]) expect((await req).status).toBe(401);
+    const res = await svc.admin.get("/admin/keys/export?domain=sip.acme.example");
+    expect(res.status).toBe(400);
+    expect((await svc.admin.get("/admin/keys/export?customer=nobody")).status).toBe(404);
+  });
+
+  it("round trip: export, import into an empty keyplane, export again gives the same lines", async () => {
+    const before = await exportFile(svc);
+    expect(before.length).toBeGreaterThan(5);
+    expect(before.every((l) => !("deletedAt" in JSON.parse(l)))).toBe(true);
+    const empty = await startService(backend);
+    try {
+      const out = await importFile(empty, before.join("\n") + "\n");
+      expect(out.at(-1)).toEqual({ summary: { created: before.length, updated: 0, unchanged: 0, conflict: 0, invalid: 0 } });
+      expect((await exportFile(empty)).sort()).toEqual([...before].sort());
+    } finally {
+      await empty.stop();
+    }
+    const acme = await exportFile(svc, "?customer=acme");
+    expect(acme.length).toBe(5);
+    expect(await exportFile(svc, "?customer=acme&domain=sip.acme.example")).toHaveLength(3);
+  });
+
+  it("an imported token that both processes refused authenticates on both within a second", async () => {
+    const peer = await startPeer(svc);
+    try {
+      const t = token();
+      for (const p of [svc, peer]) expect((await p.as(t).get("/keys/self")).status).toBe(401);
+      await importFile(svc, ndjson([{ customer: "acme", name: "late", keyId: t }]));
+      expect((await svc.as(t).get("/keys/self")).status).toBe(200);
+      const deadline = performance.now() + 1_000;
+      let status = 0;
+      while (performance.now() < deadline && status !== 200) status = (await peer.as(t).get("/keys/self")).status;
+      expect(status).toBe(200);
+    } finally {
+      await peer.close();
+    }
   });
 });

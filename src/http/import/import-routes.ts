@@ -46,6 +46,7 @@ export function importRoutes(needs: ImportNeeds): Route[] {
         const narrowing = await exportNarrowing(needs, query.customer, query.domain);
         res.writeHead(200, { "Content-Type": `${NDJSON}; charset=utf-8` });
         await streamLines(res, exportKeys(needs, narrowing), exportedText);
+        res.end();
       },
     }),
   ];
