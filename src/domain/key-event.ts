@@ -2,7 +2,7 @@ import type { KeyType } from "./model.ts";
 
 // The record of every change to a key (docs/api.md, "Events"): append-only, written in the same
 // transaction as the change, and never holding a token.
-export const KEY_ACTIONS = ["created", "updated", "rotated", "deleted", "expired", "leaked"] as const;
+export const KEY_ACTIONS = ["created", "updated", "rotated", "deleted", "expired", "leaked", "exported"] as const;
 export type KeyAction = (typeof KEY_ACTIONS)[number];
 
 /**
@@ -56,10 +56,13 @@ export interface KeyEvent {
   id: number;
   at: Date;
   action: KeyAction;
-  key: EventKey;
+  /** The key it is about; null for an export (docs/migration.md), which is about no one key. */
+  key: EventKey | null;
   actor: Actor;
   changes: Changes | LeakChanges;
   requestId: string | null;
+  /** An export's number of keys. */
+  count?: number;
 }
 
 /** The fields of a key that events follow. */

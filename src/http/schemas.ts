@@ -208,11 +208,12 @@ export const eventObject = z.object({
   action: z.enum(KEY_ACTIONS),
   key: z.object({
     id, name: z.string(), type: z.enum(KEY_TYPES), tenantId: id, domainId: id.nullable(), applicationId: id.nullable(), subscriberId: id.nullable(),
-  }).strict(),
+  }).strict().nullable().describe("The key the event is about; null for an export (action exported), which is about no one key."),
   actor: actorObject,
   changes: z.object({ leak: leakChange.optional() }).catchall(z.tuple([z.unknown(), z.unknown()]))
     .describe("Each changed field: [before, after]; a `leaked` event's `leak` is where the token was found instead."),
   requestId: z.string().nullable(),
+  count: z.number().int().min(0).optional().describe("An export's number of keys (action exported)."),
 }).strict();
 
 export const creditsObject = z.object({

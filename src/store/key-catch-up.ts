@@ -66,8 +66,8 @@ export async function keyLogRead(q: Queryable, after: number | null, also: reado
   };
 }
 
-/** Whether an event's change is one no announcement carries: a key's creation, but an import's. */
-const unannounced = (r: { action: string; actor: string | null }) => r.action === "created" && r.actor !== "import";
+/** Whether an event's change is one no announcement carries: a key's creation, but an import's; an export, about no key. */
+const unannounced = (r: { action: string; actor: string | null }) => (r.action === "created" && r.actor !== "import") || r.action === "exported";
 
 /** What one read comes to: the changes to deliver, or that the log cannot say what was missed. */
 export type Catch = { changes: KeyChange[] } | { missed: true };

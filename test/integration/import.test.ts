@@ -160,6 +160,9 @@ describe.each(backends())("import and export (%s)", (backend) => {
     } finally {
       await empty.stop();
     }
+    const trail = (await svc.admin.get("/admin/events?action=exported")).body;
+    expect(trail[0]).toMatchObject({ action: "exported", key: null, actor: { type: "admin" }, count: before.length, changes: {} });
+    expect(JSON.stringify(trail)).not.toMatch(/XI[0-9A-F]{32}/);
     const acme = await exportFile(svc, "?customer=acme");
     expect(acme.length).toBe(5);
     expect(await exportFile(svc, "?customer=acme&domain=sip.acme.example")).toHaveLength(3);

@@ -4,9 +4,10 @@
 import type { Request, Response } from "express";
 import { AppError, statusOf, type ErrorCode } from "../../domain/errors.ts";
 import type { ImportLine } from "../../domain/import/import-line.ts";
-import { exportKeys, exportNarrowing, type ExportedLine } from "../../services/import/export-keys.ts";
+import { exportKeys, exportNarrowing, recordExport, type ExportedLine } from "../../services/import/export-keys.ts";
 import { KeyImport, lineError, type LineOutcome } from "../../services/import/import-keys.ts";
 import type { ImportNeeds } from "../../services/import/import-needs.ts";
+import { adminAuthor } from "../author.ts";
 import { BODY_LIMIT, limitText } from "../body.ts";
 import { parse, route, type Route } from "../route.ts";
 import { EXPORT_EXAMPLE, IMPORT_ANSWER_EXAMPLE, IMPORT_EXAMPLE, importAnswerLine } from "./import-examples.ts";
@@ -45,7 +46,10 @@ export function importRoutes(needs: ImportNeeds): Route[] {
       handle: async (req, res, { query }) => {
         const narrowing = await exportNarrowing(needs, query.customer, query.domain);
         res.writeHead(200, { "Content-Type": `${NDJSON}; charset=utf-8` });
-        await streamLines(res, exportKeys(needs, narrowing), exportedText);
+        let count = 0;
+        await streamLines(res, exportKeys(needs, narrowing), (key) => (count++, exportedText(key)));
+        // Recorded once the keys are out, as many as were written, also when the client stopped reading early.
+        await recordExport(needs, count, adminAuthor(req));
         res.end();
       },
     }),

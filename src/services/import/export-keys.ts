@@ -2,7 +2,9 @@ import { notFound } from "../../domain/errors.ts";
 import { parseNamed } from "../../domain/identifier.ts";
 import type { ImportLine } from "../../domain/import/import-line.ts";
 import type { KeyType } from "../../domain/model.ts";
+import type { Author } from "../../domain/key-event.ts";
 import { entityFind, TABLES } from "../../store/directory.ts";
+import { eventRecordExport } from "../../store/key-events.ts";
 import { keyExportPage, type ExportNarrowing } from "../../store/import/import-keys.ts";
 import type { ImportNeeds } from "./import-needs.ts";
 
@@ -47,4 +49,9 @@ export async function* exportKeys(needs: Pick<ImportNeeds, "db" | "sealer" | "cl
     }
     if (!more) return;
   }
+}
+
+/** Records an export in the admin's trail: how many keys it gave, never which. */
+export async function recordExport(needs: Pick<ImportNeeds, "db" | "clock">, count: number, by: Author): Promise<void> {
+  await eventRecordExport(needs.db, count, by, needs.clock());
 }
