@@ -1,5 +1,6 @@
 import { CliError, commandLine, type OptionValues } from "./keys-api.ts";
 import { creditsCommand, policyCommand, readInput, type ReadInput } from "./keys-policy.ts";
+import { exportCommand, importCommand } from "./keys-transfer.ts";
 import { table } from "./table.ts";
 
 // `keyplane keys ...`: the everyday key tasks against a running server (docs/operations.md, "The
@@ -17,6 +18,8 @@ commands:
   events [KEY] [--action ACTION] [--limit N] [--before EVENT-ID]
   policy KEY [--set FILE|- | --clear]      the key's own policy; --set reads JSON from FILE or stdin
   credits KEY [--set N | --add N]          the key's own balance; --add=-N takes N
+  import FILE [--create-directory]        keys from another platform, one JSON line each (admin token)
+  export [--customer C [--domain D]]      every live key, one JSON line each, to stdout (admin token)
 
 KEY is a key's numeric id or its keyId. BASE is a key path of the API, such as
 /customers/acme/domains/sip.acme.example/keys (default /keys: the caller's own scope).
@@ -38,6 +41,9 @@ const OPTIONS = {
   set: { type: "string" },
   add: { type: "string" },
   clear: { type: "boolean" },
+  customer: { type: "string" },
+  domain: { type: "string" },
+  "create-directory": { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -98,6 +104,11 @@ export async function keysCommand(
       return policyCommand(api, keyRef(arg), o, show, read);
     case "credits":
       return creditsCommand(api, keyRef(arg), o, show);
+    case "import":
+      if (!arg) throw new CliError("import needs the FILE to import");
+      return importCommand(env, arg, o["create-directory"] === true, o.output === "json", out, undefined, fetchImpl);
+    case "export":
+      return exportCommand(env, o.customer, o.domain, out, undefined, fetchImpl);
     default:
       throw new CliError(`unknown command "keys ${command}"\n\n${KEYS_USAGE}`);
   }

@@ -1,37 +1,13 @@
-import { randomBytes } from "node:crypto";
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { backends } from "../support/databases.ts";
+import { exportFile, importFile, ndjson, token } from "../support/import.ts";
 import { startPeer, startService, type TestService } from "../support/service.ts";
 
 // POST /admin/keys/import and GET /admin/keys/export (docs/api.md, "Import and export"): every status
 // of a line, every refusal with its line number, a body cut off, a second run of the same file, and
 // the round trip export -> import into an empty keyplane -> export.
-export const token = () => "XI" + randomBytes(16).toString("hex").toUpperCase();
 const FUTURE = "2099-01-01T00:00:00.000Z";
-
-/** An NDJSON body of these lines (objects, or text as it is). */
-export const ndjson = (lines: (object | string)[]) => lines.map((l) => (typeof l === "string" ? l : JSON.stringify(l))).join("\n") + "\n";
-
-export async function importFile(svc: TestService, body: string, query = "?createDirectory=true") {
-  const res = await supertest(svc.app).post(`/admin/keys/import${query}`).set("Authorization", `Bearer ${svc.adminToken}`)
-    .set("Content-Type", "application/x-ndjson").send(body);
-  expect(res.status, res.text).toBe(200);
-  expect(res.headers["content-type"]).toMatch(/^application\/x-ndjson/);
-  return res.text.trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
-}
-
-export async function exportFile(svc: TestService, query = "") {
-  const res = await supertest(svc.app).get(`/admin/keys/export${query}`).set("Authorization", `Bearer ${svc.adminToken}`).buffer(true)
-    .parse((r, done) => {
-      let text = "";
-      r.on("data", (c: Buffer) => (text += c.toString()));
-      r.on("end", () => done(null, text));
-    });
-  expect(res.status, String(res.body)).toBe(200);
-  const text = res.body as string;
-  return text === "" ? [] : text.trimEnd().split("\n");
-}
 
 describe.each(backends())("import and export (%s)", (backend) => {
   let svc: TestService;
