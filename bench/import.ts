@@ -30,8 +30,9 @@ export interface ImportTools {
 }
 
 const DOMAINS = 100;
-/** /auth's load during the import: a steady trickle, as a gateway's would be, not a flood that starves the import. */
+/** /auth's load, idle and during the import: a steady pace, as a gateway's would be, not a flood that takes every core. */
 const AUTH_CONNECTIONS = 4;
+const AUTH_RATE = 1_000;
 const MiB = 1024 * 1024;
 const round = (n: number, digits = 2) => Number(n.toFixed(digits));
 
@@ -77,8 +78,8 @@ export async function importPhase(t: ImportTools, a: Server, adminToken: string,
   const auth: autocannon.Request[] = [
     { method: "GET", path: "/auth", headers: { authorization: `Bearer ${authKey.token}`, "x-original-method": "GET", "x-original-uri": `/customers/${authKey.customer}/calls` } },
   ];
-  t.say(`import: GET /auth while idle, ${t.seconds} s, ${AUTH_CONNECTIONS} connections`);
-  const idle = await load({ url: a.url, connections: AUTH_CONNECTIONS, duration: t.seconds, requests: auth });
+  t.say(`import: GET /auth while idle, ${t.seconds} s, ${AUTH_CONNECTIONS} connections, ${AUTH_RATE} requests a second`);
+  const idle = await load({ url: a.url, connections: AUTH_CONNECTIONS, overallRate: AUTH_RATE, duration: t.seconds, requests: auth });
 
   const before = memoryOf(a.pid);
   resetPeak(a.pid);
@@ -95,7 +96,7 @@ export async function importPhase(t: ImportTools, a: Server, adminToken: string,
   // /auth in slices of a second while the import runs: only the slices wholly within it count.
   const during: LoadResult[] = [];
   while (!importDone) {
-    const slice = await load({ url: a.url, connections: AUTH_CONNECTIONS, duration: 1, requests: auth });
+    const slice = await load({ url: a.url, connections: AUTH_CONNECTIONS, overallRate: AUTH_RATE, duration: 1, requests: auth });
     if (!importDone) during.push(slice);
   }
   const status = await sent;
@@ -129,7 +130,7 @@ export async function importPhase(t: ImportTools, a: Server, adminToken: string,
     figures,
     details: {
       importSeconds: `${t.keys.toLocaleString("en")} keys, ${figures.importKeysPerSecond.toLocaleString("en")} keys/s, ${DOMAINS} domains created`,
-      importAuthP99VsIdle: `p99 ${round(duringP99, 3)} ms during (the worst p99 of ${during.length} one-second slices, ${requestsDuring} requests) vs ${round(idle.latency.p99, 3)} ms idle, ${AUTH_CONNECTIONS} connections`,
+      importAuthP99VsIdle: `p99 ${round(duringP99, 3)} ms during (the worst p99 of ${during.length} one-second slices, ${requestsDuring} requests) vs ${round(idle.latency.p99, 3)} ms idle, ${AUTH_CONNECTIONS} connections, ${AUTH_RATE} requests a second`,
     },
     run: { statuses, summary, idleAuth: idle.latency, duringAuthP99Ms: duringP99, memory: { before, importPeak, beforeExport, exportPeak } },
   };

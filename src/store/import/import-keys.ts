@@ -50,17 +50,22 @@ export interface KeyIdentity {
   userId: number | null;
 }
 
+/**
+ * A live key that holds its name (not rotated out, not expired), `now` being $7: the conditions of
+ * api_keys_identity_live and api_keys_user_live, so that each look-up is a probe of one of them.
+ */
+const HOLDS_ITS_NAME = "k.deleted_at IS NULL AND k.replaced_by IS NULL AND k.expiry_recorded_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > $7)";
+
 /** For each identity, in order, whether a live key (not rotated out, not expired) already holds it. */
 export async function keyIdentitiesTaken(q: Queryable, identities: readonly KeyIdentity[], now: Date): Promise<boolean[]> {
   const column = <T>(value: (i: KeyIdentity) => T) => identities.map(value);
   const rows = await q.query<{ n: number; taken: boolean }>(
-    `SELECT v.n, EXISTS (
-         SELECT 1 FROM api_keys k
-          WHERE k.deleted_at IS NULL AND k.replaced_by IS NULL AND (k.expires_at IS NULL OR k.expires_at > $7)
-            AND CASE WHEN v.user_id IS NOT NULL THEN k.user_id = v.user_id
-                ELSE k.user_id IS NULL AND k.tenant_id = v.tenant_id AND coalesce(k.domain_id, 0) = v.domain_id
-                     AND coalesce(k.application_id, 0) = v.application_id AND coalesce(k.subscriber_id, 0) = v.subscriber_id AND k.name = v.name END
-       ) AS taken
+    `SELECT v.n, CASE WHEN v.user_id IS NOT NULL
+         THEN EXISTS (SELECT 1 FROM api_keys k WHERE k.user_id = v.user_id AND ${HOLDS_ITS_NAME})
+         ELSE EXISTS (SELECT 1 FROM api_keys k
+                       WHERE k.user_id IS NULL AND k.tenant_id = v.tenant_id AND coalesce(k.domain_id, 0) = v.domain_id
+                         AND coalesce(k.application_id, 0) = v.application_id AND coalesce(k.subscriber_id, 0) = v.subscriber_id
+                         AND k.name = v.name AND ${HOLDS_ITS_NAME}) END AS taken
        FROM unnest($1::integer[], $2::integer[], $3::integer[], $4::integer[], $5::text[], $6::integer[])
          WITH ORDINALITY AS v(tenant_id, domain_id, application_id, subscriber_id, name, user_id, n)
       ORDER BY v.n`,
