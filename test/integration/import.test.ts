@@ -12,7 +12,7 @@ const FUTURE = "2099-01-01T00:00:00.000Z";
 describe.each(backends())("import and export (%s)", (backend) => {
   let svc: TestService;
   beforeAll(async () => {
-    svc = await startService(backend);
+    svc = await startService(backend, { webhooks: { allowHttp: true, allowPrivate: true, sender: { pollMs: 3_600_000 } } });
   });
   afterAll(() => svc.stop());
 
@@ -104,6 +104,19 @@ describe.each(backends())("import and export (%s)", (backend) => {
     const json = await supertest(svc.app).post("/admin/keys/import").set("Authorization", `Bearer ${svc.adminToken}`).send({ customer: "acme" });
     expect(json.status).toBe(415);
     expect(json.body.error).toBe("unsupported_media_type");
+  });
+
+  it("sends no webhook message for what it imports, where a provisioned key gets one", async () => {
+    const hook = await svc.admin.post("/admin/webhooks", { url: "http://127.0.0.1:9/hook", events: ["key.created", "key.updated"] });
+    expect(hook.status, JSON.stringify(hook.body)).toBe(201);
+    const deliveries = async () => Number((await svc.database.db.query("SELECT count(*)::int AS n FROM webhook_deliveries"))[0]!.n);
+    const t = token();
+    await importFile(svc, ndjson([{ customer: "wayne", name: "hooked", keyId: t }]));
+    await importFile(svc, ndjson([{ customer: "wayne", name: "hooked", keyId: t, active: false }]));
+    expect(await deliveries()).toBe(0);
+    expect((await svc.admin.post("/admin/customers/wayne/keys", { name: "provisioned" })).status).toBe(200);
+    expect(await deliveries()).toBe(1);
+    expect((await svc.admin.delete(`/admin/webhooks/${hook.body.id}`)).status).toBe(204);
   });
 
   it("a body cut off mid-line: the lines before it stand, the cut line is invalid", async () => {
