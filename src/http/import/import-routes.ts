@@ -1,6 +1,7 @@
 // POST /admin/keys/import and GET /admin/keys/export (docs/api.md, "Import and export"): NDJSON in
 // and out, streamed both ways. The routes use services/import/ through ImportNeeds, and http/'s
 // route declaration, schemas and errors.
+import { setImmediate as turn } from "node:timers/promises";
 import type { Request, Response } from "express";
 import { AppError, statusOf, type ErrorCode } from "../../domain/errors.ts";
 import type { ImportLine } from "../../domain/import/import-line.ts";
@@ -17,7 +18,9 @@ import { ndjsonLines, type BodyLine } from "./ndjson-lines.ts";
 const tag = "admin";
 export const NDJSON = "application/x-ndjson";
 /** At most this many lines wait while a batch is written; the request is not read further until then. */
-const MAX_WAITING = 2_000;
+const MAX_WAITING = 1_000;
+/** Answer lines gathered into one write. */
+const LINES_PER_WRITE = 100;
 
 /** A line read: its number, and its key, or why it is none. */
 interface ReadLine {
@@ -131,15 +134,32 @@ async function answer(importer: KeyImport, batch: ReadLine[], res: Response, sum
   });
 }
 
-/** Writes one JSON text a line, waiting whenever the client reads slower than it is written. */
+/**
+ * Writes one JSON text a line, LINES_PER_WRITE lines a write, a turn of the event loop between two
+ * writes (what other requests answer meanwhile must not wait for a whole page), and waiting whenever
+ * the client reads slower than it is written.
+ */
 async function streamLines<T>(res: Response, items: Iterable<T> | AsyncIterable<T>, text: (item: T) => string): Promise<void> {
+  let chunk = "";
+  let lines = 0;
   for await (const item of items) {
-    if (res.destroyed) return;
-    if (!res.write(`${text(item)}\n`)) await new Promise((resolve) => {
-      res.once("drain", resolve);
-      res.once("close", resolve);
-    });
+    chunk += `${text(item)}\n`;
+    if (++lines % LINES_PER_WRITE !== 0) continue;
+    if (!(await send(res, chunk))) return;
+    chunk = "";
+    await turn();
   }
+  if (chunk) await send(res, chunk);
+}
+
+/** Writes a chunk; false once the client is gone. */
+async function send(res: Response, chunk: string): Promise<boolean> {
+  if (res.destroyed) return false;
+  if (!res.write(chunk)) await new Promise((resolve) => {
+    res.once("drain", resolve);
+    res.once("close", resolve);
+  });
+  return !res.destroyed;
 }
 
 /** An exported key as its line: fields left out where the key has none. */

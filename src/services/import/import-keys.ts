@@ -1,3 +1,4 @@
+import { setImmediate as turn } from "node:timers/promises";
 import { AppError, statusOf, type ErrorCode } from "../../domain/errors.ts";
 import { importedType, importLineProblem, importVerdict, type ImportedKey, type ImportLine, type ImportVerdict } from "../../domain/import/import-line.ts";
 import { changesBetween, type Author, type Changes } from "../../domain/key-event.ts";
@@ -25,6 +26,12 @@ export type LineOutcome =
   | { status: "conflict" | "invalid"; error: LineError };
 
 export const lineError = (code: ErrorCode, message: string): LineError => ({ status: statusOf(code), error: code, message });
+
+/**
+ * Lines worked on between two turns of the event loop: sealing a token and judging a line cost some
+ * 10-50 µs each, and the requests /auth answers meanwhile must not wait for a whole batch of them.
+ */
+const LINES_PER_TURN = 100;
 
 /** A line resolved and judged ready to be compared with the store. */
 interface Pending {
@@ -59,6 +66,7 @@ export class KeyImport {
     let group: Pending[] = [];
     const seen = new Set<string>();
     for (const [index, line] of lines.entries()) {
+      if (index % LINES_PER_TURN === LINES_PER_TURN - 1) await turn();
       const pending = await this.#prepare(index, line, now).catch((error: unknown) => {
         if (!(error instanceof AppError)) throw error;
         outcomes[index] = { status: "invalid", error: lineError(error.code, error.message) };
@@ -100,8 +108,12 @@ export class KeyImport {
     });
     const created = verdicts.filter(([, v]) => v.status === "created").map(([p]) => p);
     const updated = verdicts.flatMap(([p, v]) => (v.status === "updated" ? [[p, v.id] as const] : []));
+    const newKeys: NewKey[] = [];
+    for (const p of created) {
+      if (newKeys.push(this.#newKey(p, now)) % LINES_PER_TURN === 0) await turn();
+    }
     const inserted = await db.transaction(async (tx) => {
-      const stored = await keyInsertUnlessExists(tx, created.map((p) => this.#newKey(p, now)));
+      const stored = await keyInsertUnlessExists(tx, newKeys);
       await keyAnnounceCreated(tx, stored.flatMap((s, i) => (s ? [{ id: s.id, hash: created[i]!.hash }] : [])));
       for (const [p, id] of updated) await this.#update(tx, p, id, now);
       return new Map(stored.map((s, i) => [created[i]!, s]));
