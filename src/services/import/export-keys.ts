@@ -52,6 +52,7 @@ export async function* exportKeys(needs: Pick<ImportNeeds, "db" | "sealer" | "cl
 }
 
 /** Records an export in the admin's trail: how many keys it gave, never which. */
-export async function recordExport(needs: Pick<ImportNeeds, "db" | "clock">, count: number, by: Author): Promise<void> {
+export async function recordExport(needs: Pick<ImportNeeds, "db" | "clock" | "metrics">, count: number, by: Author): Promise<void> {
   await eventRecordExport(needs.db, count, by, needs.clock());
+  needs.metrics?.keyEvents("exported");
 }

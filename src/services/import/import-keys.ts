@@ -118,6 +118,8 @@ export class KeyImport {
       for (const [p, id] of updated) await this.#update(tx, p, id, now);
       return new Map(stored.map((s, i) => [created[i]!, s]));
     });
+    this.#needs.metrics?.keyEvents("created", [...inserted.values()].filter(Boolean).length);
+    this.#needs.metrics?.keyEvents("updated", updated.length);
     for (const [p, verdict] of verdicts) {
       if (verdict.status === "created") {
         const stored = inserted.get(p);

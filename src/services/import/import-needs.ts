@@ -1,7 +1,7 @@
 // The import and export of keys (docs/migration.md): use cases that move keys between keyplane and a
 // platform that had them before. They use the store and domain/, and only what ImportNeeds names.
 import type { Logger } from "pino";
-import type { Author } from "../../domain/key-event.ts";
+import type { Author, KeyAction } from "../../domain/key-event.ts";
 import type { Sealer } from "../../domain/seal.ts";
 import type { Database } from "../../store/database.ts";
 
@@ -15,6 +15,8 @@ export interface ImportNeeds {
   keyCache: { invalidate(hash: string): void };
   /** What platform paths name: an entity the import creates must be found at once. */
   pathScopes: { clear(): void };
+  /** The Prometheus metrics (keyplane_key_events_total counts imported keys' events too); absent where nothing serves them. */
+  metrics?: { keyEvents(action: KeyAction, count?: number): void } | undefined;
 }
 
 /** Entities that a line names and `createDirectory` may create. */
