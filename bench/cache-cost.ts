@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { pino } from "pino";
-import { tokenHashHex } from "../src/domain/token.ts";
+import { tokenHashHex } from "../src/domain/keys/token.ts";
 import { KeyCache } from "../src/services/key-cache.ts";
 import { openPostgres } from "../src/store/postgres.ts";
 import { createBenchDatabase, DEFAULT_DATABASE_URL } from "./database.ts";

@@ -26,7 +26,7 @@ import { PolicyChains } from "./services/policy-chain.ts";
 import { METER_SWEEP_MS, PolicyMeter, sqlCounters, type PolicyMeterOptions } from "./services/policy-meter.ts";
 import { pruneWindows, WINDOWS_PRUNE_MS } from "./services/policy-windows.ts";
 import { INVOKE_TIMEOUT_MS } from "./runtime/runtime.ts";
-import { DEFAULT_EXPIRY_NOTICES, parseExpiryNotices } from "./domain/expiry-notices.ts";
+import { DEFAULT_EXPIRY_NOTICES, parseExpiryNotices } from "./domain/webhooks/expiry-notices.ts";
 import { httpWebhookClient, type WebhookClient } from "./services/webhook-client.ts";
 import { EXPIRY_NOTICE_MS, ExpiryNotices, noticingEmptyBalances, UsageNotices } from "./services/webhook-notices.ts";
 import { pruneWebhookRecords, WEBHOOK_PRUNE_MS, webhookQueue } from "./services/webhook-queue.ts";

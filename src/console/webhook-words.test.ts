@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { WEBHOOK_TYPES } from "../domain/webhook.ts";
+import { WEBHOOK_TYPES } from "../domain/webhooks/webhook.ts";
 import { requireReachable } from "../services/webhooks.ts";
 
 // The console's words for a refused webhook URL (public/webhook-words.js), against the messages keyplane

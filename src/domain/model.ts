@@ -1,5 +1,5 @@
 import type { Policy } from "./policy/policy.ts";
-import type { Scope } from "./scope.ts";
+import type { Scope } from "./scope/scope.ts";
 
 // The directory of the platform's entities (docs/api.md, "Directory") and the key record.
 export interface Customer {

@@ -1,6 +1,6 @@
 import type { Request } from "express";
 import type { Customer, Domain } from "../domain/model.ts";
-import { customerScope } from "../domain/scope.ts";
+import { customerScope } from "../domain/scope/scope.ts";
 import type { Context } from "../services/context.ts";
 import * as directory from "../services/directory.ts";
 import { listEvents } from "../services/key-events.ts";

@@ -1,6 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import type { StoredKey } from "../domain/model.ts";
-import { levelOf } from "../domain/scope.ts";
+import { levelOf } from "../domain/scope/scope.ts";
 import { bearerToken } from "../services/authenticate.ts";
 import type { Context } from "../services/context.ts";
 import { after, runNowOrLater, type Maybe } from "../services/maybe.ts";

@@ -1,5 +1,5 @@
 import type { Request, Response } from "express";
-import type { KeyEvent } from "../domain/key-event.ts";
+import type { KeyEvent } from "../domain/keys/key-event.ts";
 import type { Context } from "../services/context.ts";
 import { listEvents, listKeyEvents, type EventPage } from "../services/key-events.ts";
 import { rotateKey } from "../services/key-rotation.ts";

@@ -1,8 +1,8 @@
 import type { Request } from "express";
 import { forbidden, unauthorized } from "../domain/errors.ts";
-import type { Reach } from "../domain/lineage.ts";
-import { mayReach } from "../domain/access.ts";
-import type { Scope, ScopeRefs } from "../domain/scope.ts";
+import type { Reach } from "../domain/keys/lineage.ts";
+import { mayReach } from "../domain/scope/access.ts";
+import type { Scope, ScopeRefs } from "../domain/scope/scope.ts";
 import type { Context } from "../services/context.ts";
 
 /**

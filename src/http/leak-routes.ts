@@ -1,7 +1,7 @@
 import express, { type Request, type RequestHandler, type Router } from "express";
 import { AppError, badRequest } from "../domain/errors.ts";
-import { scanner } from "../domain/key-event.ts";
-import { LEAK_REPORTS_MAX, type LeakReport } from "../domain/leak-report.ts";
+import { scanner } from "../domain/keys/key-event.ts";
+import { LEAK_REPORTS_MAX, type LeakReport } from "../domain/leaks/leak-report.ts";
 import type { Context } from "../services/context.ts";
 import { reportLeaks } from "../services/leaks.ts";
 import { isJson, LARGE_BODY_LIMIT, limitText } from "./body.ts";

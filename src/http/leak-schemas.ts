@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { LEAK_REPORTS_MAX } from "../domain/leak-report.ts";
+import { LEAK_REPORTS_MAX } from "../domain/leaks/leak-report.ts";
 import { text } from "./schemas.ts";
 
 // Leak reports (docs/leaks.md), as GitHub's secret scanning and other scanners send them, and the

@@ -4,7 +4,7 @@ import {
   CREDITS_REMAINING, LEAK_POLICIES, LIST_ENTRIES, METHOD, RATELIMIT_LIMIT, RATELIMIT_NAME, RATELIMITS_MAX, REFILL_AMOUNT, REFILL_DAY, WINDOW_SECONDS,
   type Policy,
 } from "../domain/policy/policy.ts";
-import { IP_ENTRY, PATH_ENTRY, REFERRER_ENTRY } from "../domain/policy/entry-patterns.ts";
+import { IP_ENTRY, PATH_ENTRY, REFERRER_ENTRY } from "../domain/policy/restrictions/entry-patterns.ts";
 import { TEXT, TEXT_RULE } from "../domain/text.ts";
 
 // A policy (docs/api.md, "Key policy"), as requests give it and answers show it. The schema states

@@ -1,6 +1,6 @@
 import type { RequestListener } from "node:http";
 import type { StoredKey } from "../domain/model.ts";
-import { parseAddress } from "../domain/policy/cidr.ts";
+import { parseAddress } from "../domain/policy/restrictions/cidr.ts";
 import { COST } from "../domain/policy/policy.ts";
 import { isText } from "../domain/text.ts";
 import type { Context } from "../services/context.ts";

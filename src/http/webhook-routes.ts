@@ -1,8 +1,8 @@
 import type { Request, Response } from "express";
 import { notFound } from "../domain/errors.ts";
-import { parseId } from "../domain/identifier.ts";
-import type { Scope } from "../domain/scope.ts";
-import { WEBHOOKS_PER_SCOPE, type Webhook, type WebhookDelivery } from "../domain/webhook.ts";
+import { parseId } from "../domain/scope/identifier.ts";
+import type { Scope } from "../domain/scope/scope.ts";
+import { WEBHOOKS_PER_SCOPE, type Webhook, type WebhookDelivery } from "../domain/webhooks/webhook.ts";
 import type { Context } from "../services/context.ts";
 import { resolveNamedScope } from "../services/named-scope.ts";
 import {

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { DELIVERY_STATES, WEBHOOK_TYPES } from "../domain/webhook.ts";
-import { WEBHOOK_URL_MAX } from "../domain/webhook-url.ts";
+import { DELIVERY_STATES, WEBHOOK_TYPES } from "../domain/webhooks/webhook.ts";
+import { WEBHOOK_URL_MAX } from "../domain/webhooks/webhook-url.ts";
 import { listQuery, text } from "./schemas.ts";
 
 // Webhooks' requests and answers (docs/webhooks.md). What a schema cannot state (an address a name

@@ -1,8 +1,8 @@
 // What plan's checks are made of (plan.ts): the facts they read, the decision each may reach, and the
 // small helpers that word their events and conditions. Pure.
 import type { V1Secret } from "@kubernetes/client-node";
-import { LEVELS, type Level, type Scope } from "../domain/scope.ts";
-import { tokenHint } from "../domain/token.ts";
+import { LEVELS, type Level, type Scope } from "../domain/scope/scope.ts";
+import { tokenHint } from "../domain/keys/token.ts";
 import type { NamedScope } from "../services/named-scope.ts";
 import type { Action, EventSpec } from "./actions.ts";
 import type { ApiKey, EffectiveSpec, RotationStatus, SpecResult } from "./apikey.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Scope } from "../domain/scope.ts";
+import type { Scope } from "../domain/scope/scope.ts";
 import { API_VERSION, KIND, type ApiKey, type ApiKeyStatus } from "./apikey.ts";
 import { gather, type GatherDeps } from "./gather.ts";
 import type { KubeApi } from "./kube-api.ts";

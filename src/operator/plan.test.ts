@@ -1,6 +1,6 @@
 import type { V1Secret } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import type { Scope } from "../domain/scope.ts";
+import type { Scope } from "../domain/scope/scope.ts";
 import type { Action, ActionType } from "./actions.ts";
 import { API_VERSION, FINALIZER, KIND, MANAGED_BY_LABEL, resolveSpec, type ApiKey, type ApiKeySpecInput, type ApiKeyStatus } from "./apikey.ts";
 import type { KeyRecord, KeyView, KeyWithToken } from "./keystore.ts";

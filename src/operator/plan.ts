@@ -2,8 +2,8 @@
 // input. Each step is a small named check in an ordered list; the first to reach a decision ends the
 // list, and the checks before it may have added actions.
 import type { V1Secret } from "@kubernetes/client-node";
-import { sameScope } from "../domain/scope.ts";
-import { tokenHint } from "../domain/token.ts";
+import { sameScope } from "../domain/scope/scope.ts";
+import { tokenHint } from "../domain/keys/token.ts";
 import type { Action } from "./actions.ts";
 import { FINALIZER, type ApiKey, type ApiKeyStatus, type DeletionPolicy, type EffectiveRotation, type RotationStatus } from "./apikey.ts";
 import { normal, notReady, provisioned, scopeText, secretRef, type Check, type Decision, type Facts, type PlanInput } from "./check.ts";

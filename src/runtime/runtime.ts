@@ -1,7 +1,7 @@
 import { AppError } from "../domain/errors.ts";
-import { RUNTIME } from "../domain/key-event.ts";
+import { RUNTIME } from "../domain/keys/key-event.ts";
 import type { Key, Application } from "../domain/model.ts";
-import { applicationScope } from "../domain/scope.ts";
+import { applicationScope } from "../domain/scope/scope.ts";
 import type { Context } from "../services/context.ts";
 import { provisionKey } from "../services/keys.ts";
 

@@ -1,10 +1,10 @@
 import { forbidden, UNAUTHORIZED, unauthorized } from "../domain/errors.ts";
-import { keyState } from "../domain/key-state.ts";
-import type { KeyCaller } from "../domain/lineage.ts";
+import { keyState } from "../domain/keys/key-state.ts";
+import type { KeyCaller } from "../domain/keys/lineage.ts";
 import type { StoredKey } from "../domain/model.ts";
-import type { RestrictionReason } from "../domain/policy/restrictions.ts";
-import { scopeOf, type Scope } from "../domain/scope.ts";
-import { isTokenFormat, tokenHashHex } from "../domain/token.ts";
+import type { RestrictionReason } from "../domain/policy/restrictions/restrictions.ts";
+import { scopeOf, type Scope } from "../domain/scope/scope.ts";
+import { isTokenFormat, tokenHashHex } from "../domain/keys/token.ts";
 import { recordAuthentication, type AuthEndpoint, type AuthFailure } from "./auth-outcome.ts";
 import type { Context } from "./context.ts";
 import { after, type Maybe } from "./maybe.ts";

@@ -1,7 +1,7 @@
 import type { Application, Customer, Domain, Key, Subscriber } from "../domain/model.ts";
 import type { Credits, Policy } from "../domain/policy/policy.ts";
-import { lastRefillAt, nextRefillAt } from "../domain/policy/refill.ts";
-import { keyHolder } from "../domain/lineage.ts";
+import { lastRefillAt, nextRefillAt } from "../domain/policy/limits/refill.ts";
+import { keyHolder } from "../domain/keys/lineage.ts";
 import type { Queryable } from "../store/database.ts";
 import { balanceList, policyHolder, type Balance } from "../store/policies.ts";
 

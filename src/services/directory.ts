@@ -1,13 +1,13 @@
 import { conflict, notFound, UniqueViolation } from "../domain/errors.ts";
-import { parseNamed } from "../domain/identifier.ts";
+import { parseNamed } from "../domain/scope/identifier.ts";
 import type { Application, Customer, Domain, Subscriber, User } from "../domain/model.ts";
 import {
   applicationInsert, customerInsert, domainInsert, entityDelete, entityFind, entityList, keyColumnOf, subscriberInsert,
   TABLES, userInsert, type ApplicationInput,
 } from "../store/directory.ts";
 import { keyInsertUnlessExists, keyRecordExpiries } from "../store/keys.ts";
-import { changesBetween, type Author } from "../domain/key-event.ts";
-import { domainScope, customerScope } from "../domain/scope.ts";
+import { changesBetween, type Author } from "../domain/keys/key-event.ts";
+import { domainScope, customerScope } from "../domain/scope/scope.ts";
 import type { Context } from "./context.ts";
 import { entitiesShown } from "./credits.ts";
 import { mintToken, withToken } from "./keys.ts";

@@ -1,7 +1,7 @@
 import type { KeyObject } from "node:crypto";
 import type { Logger } from "pino";
 import { AppError, errorFields, unauthorized } from "../domain/errors.ts";
-import { parseSigningKeys, signatureValid } from "../domain/leak-signature.ts";
+import { parseSigningKeys, signatureValid } from "../domain/leaks/leak-signature.ts";
 
 // GitHub's keys that sign secret scanning reports (docs/leaks.md), read from the list GitHub publishes
 // and kept. An identifier not known yet has the list fetched again, but never more than once a minute,

@@ -1,8 +1,8 @@
 import { conflict } from "../domain/errors.ts";
-import { expiryOf, requireFuture } from "../domain/expiry.ts";
-import { changesBetween, type Author } from "../domain/key-event.ts";
+import { expiryOf, requireFuture } from "../domain/keys/expiry.ts";
+import { changesBetween, type Author } from "../domain/keys/key-event.ts";
 import type { Key, StoredKey } from "../domain/model.ts";
-import type { Reach } from "../domain/lineage.ts";
+import type { Reach } from "../domain/keys/lineage.ts";
 import type { Queryable } from "../store/database.ts";
 import { keyLockById, keyRotate, type KeyInsert } from "../store/keys.ts";
 import type { Context } from "./context.ts";

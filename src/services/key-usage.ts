@@ -1,6 +1,6 @@
 import type { StoredKey } from "../domain/model.ts";
 import type { PolicyLevel } from "../domain/policy/policy.ts";
-import { resetSeconds, windowStart } from "../domain/policy/window.ts";
+import { resetSeconds, windowStart } from "../domain/policy/limits/window.ts";
 import { balanceList } from "../store/policies.ts";
 import { windowsGranted } from "../store/policy-counters.ts";
 import type { Context } from "./context.ts";

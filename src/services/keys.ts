@@ -1,13 +1,13 @@
 import { conflict, forbidden, notFound, StoreUnavailable, UniqueViolation } from "../domain/errors.ts";
-import { expiryOf, requireFuture } from "../domain/expiry.ts";
-import { parseId } from "../domain/identifier.ts";
-import { childAncestors, isSelf, keyHolder, reaches, type KeyCaller, type Reach } from "../domain/lineage.ts";
-import { changesBetween, type Author, type Changes } from "../domain/key-event.ts";
-import { isExpired } from "../domain/key-state.ts";
+import { expiryOf, requireFuture } from "../domain/keys/expiry.ts";
+import { parseId } from "../domain/scope/identifier.ts";
+import { childAncestors, isSelf, keyHolder, reaches, type KeyCaller, type Reach } from "../domain/keys/lineage.ts";
+import { changesBetween, type Author, type Changes } from "../domain/keys/key-event.ts";
+import { isExpired } from "../domain/keys/key-state.ts";
 import { keyTypeFor, type Key, type StoredKey } from "../domain/model.ts";
 import type { Policy } from "../domain/policy/policy.ts";
-import { mayManage, scopeOf } from "../domain/scope.ts";
-import { isTokenFormat, newToken, tokenHash } from "../domain/token.ts";
+import { mayManage, scopeOf } from "../domain/scope/scope.ts";
+import { isTokenFormat, newToken, tokenHash } from "../domain/keys/token.ts";
 import {
   holderOf, keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyListByScope, keyLockById,
   keyRecordExpiries, keyUpdate, type Entities, type KeyFilter, type KeyInsert, type KeyUpdate,

@@ -1,10 +1,10 @@
-import type { Author, KeyAction, LeakChanges } from "../domain/key-event.ts";
-import { isExpired } from "../domain/key-state.ts";
+import type { Author, KeyAction, LeakChanges } from "../domain/keys/key-event.ts";
+import { isExpired } from "../domain/keys/key-state.ts";
 import type { StoredKey } from "../domain/model.ts";
-import { leakPolicyOf } from "../domain/leak-policy.ts";
-import type { LeakAnswer, LeakReport } from "../domain/leak-report.ts";
+import { leakPolicyOf } from "../domain/leaks/leak-policy.ts";
+import type { LeakAnswer, LeakReport } from "../domain/leaks/leak-report.ts";
 import type { LeakPolicy } from "../domain/policy/policy.ts";
-import { isTokenFormat, tokenHashHex } from "../domain/token.ts";
+import { isTokenFormat, tokenHashHex } from "../domain/keys/token.ts";
 import type { Queryable } from "../store/database.ts";
 import { entityPoliciesFind } from "../store/entity-policies.ts";
 import { keyLeakRecorded, keyRecordLeak, keyStatesByHashes } from "../store/key-leaks.ts";

@@ -1,5 +1,5 @@
 import type { StoredKey } from "../domain/model.ts";
-import type { Scope } from "../domain/scope.ts";
+import type { Scope } from "../domain/scope/scope.ts";
 import { keyClaimManagedBy, keyFindByIdentity, keyFindEverById, keyListByManagedBy, keyReleaseManagedBy } from "../store/keys.ts";
 import type { Context } from "./context.ts";
 

@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { KeyAction } from "../domain/key-event.ts";
-import { KEY_ACTIONS, type ScannerName } from "../domain/key-event.ts";
-import type { LeakLabel } from "../domain/leak-report.ts";
+import type { KeyAction } from "../domain/keys/key-event.ts";
+import { KEY_ACTIONS, type ScannerName } from "../domain/keys/key-event.ts";
+import type { LeakLabel } from "../domain/leaks/leak-report.ts";
 import { LEAK_POLICIES, type LeakPolicy } from "../domain/policy/policy.ts";
 import type { AuthEndpoint, AuthOutcome } from "./auth-outcome.ts";
 import type { KeyCacheStats } from "./key-cache.ts";

@@ -1,5 +1,5 @@
-import { parseNamed } from "../domain/identifier.ts";
-import { applicationScope, customerScope, domainScope, subscriberScope, type Level, type Scope, type ScopeRefs } from "../domain/scope.ts";
+import { parseNamed } from "../domain/scope/identifier.ts";
+import { applicationScope, customerScope, domainScope, subscriberScope, type Level, type Scope, type ScopeRefs } from "../domain/scope/scope.ts";
 import { entityFind, TABLES } from "../store/directory.ts";
 import type { Context } from "./context.ts";
 import { findSubscriber } from "./directory.ts";

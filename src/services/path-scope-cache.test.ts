@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { PathScopes } from "../domain/access.ts";
+import type { PathScopes } from "../domain/scope/access.ts";
 import { StoreUnavailable } from "../domain/errors.ts";
 import type { StoredKey } from "../domain/model.ts";
-import { customerScope, domainScope, type Scope, type ScopeRefs } from "../domain/scope.ts";
+import { customerScope, domainScope, type Scope, type ScopeRefs } from "../domain/scope/scope.ts";
 import type { Context } from "./context.ts";
 import { PathScopeCache } from "./path-scope-cache.ts";
 

@@ -1,9 +1,9 @@
 import { performance } from "node:perf_hooks";
 import { LRUCache } from "lru-cache";
-import type { PathScopes } from "../domain/access.ts";
+import type { PathScopes } from "../domain/scope/access.ts";
 import { StoreUnavailable } from "../domain/errors.ts";
 import type { StoredKey } from "../domain/model.ts";
-import type { Scope, ScopeRefs } from "../domain/scope.ts";
+import type { Scope, ScopeRefs } from "../domain/scope/scope.ts";
 import type { ListenState } from "../store/database.ts";
 import type { Context } from "./context.ts";
 import { after, type Maybe } from "./maybe.ts";

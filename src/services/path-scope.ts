@@ -1,6 +1,6 @@
-import type { PathScopes } from "../domain/access.ts";
-import { parseWithSelf } from "../domain/identifier.ts";
-import { applicationScope, customerScope, domainScope, subscriberScope, type Scope, type ScopeRefs } from "../domain/scope.ts";
+import type { PathScopes } from "../domain/scope/access.ts";
+import { parseWithSelf } from "../domain/scope/identifier.ts";
+import { applicationScope, customerScope, domainScope, subscriberScope, type Scope, type ScopeRefs } from "../domain/scope/scope.ts";
 import { entityFind, TABLES } from "../store/directory.ts";
 import type { Context } from "./context.ts";
 import { findSubscriber } from "./directory.ts";

@@ -1,10 +1,10 @@
 import { notFound } from "../domain/errors.ts";
-import type { Author } from "../domain/key-event.ts";
+import type { Author } from "../domain/keys/key-event.ts";
 import type { Application, Customer, Domain, Subscriber } from "../domain/model.ts";
 import { CREDITS_REMAINING, type Credits, type Policy } from "../domain/policy/policy.ts";
-import { lastRefillAt } from "../domain/policy/refill.ts";
-import { levelOf, type Scope } from "../domain/scope.ts";
-import { keyHolder, type Reach } from "../domain/lineage.ts";
+import { lastRefillAt } from "../domain/policy/limits/refill.ts";
+import { levelOf, type Scope } from "../domain/scope/scope.ts";
+import { keyHolder, type Reach } from "../domain/keys/lineage.ts";
 import type { Queryable } from "../store/database.ts";
 import { entityFind, entityLock, entityPolicyUpdate, TABLES, type PolicedTable } from "../store/directory.ts";
 import { keyLockById, keyRecordUpdate } from "../store/keys.ts";

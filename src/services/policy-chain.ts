@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { StoreUnavailable } from "../domain/errors.ts";
-import { isRestricted, policySources, type AncestorPolicy } from "../domain/lineage.ts";
+import { isRestricted, policySources, type AncestorPolicy } from "../domain/keys/lineage.ts";
 import type { StoredKey } from "../domain/model.ts";
 import { compilePolicy, type CompiledPolicy } from "../domain/policy/compile.ts";
 import type { Policy, PolicyLevel } from "../domain/policy/policy.ts";

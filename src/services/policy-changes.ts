@@ -1,4 +1,4 @@
-import type { Changes } from "../domain/key-event.ts";
+import type { Changes } from "../domain/keys/key-event.ts";
 import type { Policy } from "../domain/policy/policy.ts";
 import type { Queryable } from "../store/database.ts";
 import { balanceDelete, balanceLock, balanceSet } from "../store/policies.ts";

@@ -1,9 +1,9 @@
-import { judgeCredits, type Balance } from "../domain/policy/credits-verdict.ts";
-import { judgeRateLimits, type LimitUse, type RateLimitReport, type RateLimitVerdict } from "../domain/policy/ratelimit-verdict.ts";
-import { countsRequest, type CompiledRateLimit } from "../domain/policy/ratelimits.ts";
-import { requestFacts, type RequestFacts } from "../domain/policy/request-facts.ts";
-import { restrictionRefusal, type RestrictionReason } from "../domain/policy/restrictions.ts";
-import { pathReadings } from "../domain/platform-path.ts";
+import { judgeCredits, type Balance } from "../domain/policy/limits/credits-verdict.ts";
+import { judgeRateLimits, type LimitUse, type RateLimitReport, type RateLimitVerdict } from "../domain/policy/limits/ratelimit-verdict.ts";
+import { countsRequest, type CompiledRateLimit } from "../domain/policy/limits/ratelimits.ts";
+import { requestFacts, type RequestFacts } from "../domain/policy/restrictions/request-facts.ts";
+import { restrictionRefusal, type RestrictionReason } from "../domain/policy/restrictions/restrictions.ts";
+import { pathReadings } from "../domain/scope/platform-path.ts";
 import type { PolicyChain } from "./policy-chain.ts";
 import type { CounterSpec, MeterOutcome } from "./policy-meter.ts";
 

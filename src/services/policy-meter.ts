@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { Credits, PolicyLevel } from "../domain/policy/policy.ts";
-import { lastRefillAt } from "../domain/policy/refill.ts";
-import { windowStart } from "../domain/policy/window.ts";
+import { lastRefillAt } from "../domain/policy/limits/refill.ts";
+import { windowStart } from "../domain/policy/limits/window.ts";
 import type { ListenState, Queryable } from "../store/database.ts";
 import { balanceGrant, balanceReturn, windowGrant, type BalanceGrant, type Grant, type Refilling, type Unused } from "../store/policy-counters.ts";
 import type { Maybe } from "./maybe.ts";

@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { LRUCache } from "lru-cache";
 import { AppError } from "../domain/errors.ts";
-import { parseAddress } from "../domain/policy/cidr.ts";
+import { parseAddress } from "../domain/policy/restrictions/cidr.ts";
 
 // Failed-authentication throttling (docs/gateways.md, "Throttling"): a client whose failed
 // authentications exceed `failuresPerMinute` within a sliding minute is throttled until its rate falls

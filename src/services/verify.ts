@@ -1,10 +1,10 @@
-import { mayReach } from "../domain/access.ts";
+import { mayReach } from "../domain/scope/access.ts";
 import { StoreUnavailable } from "../domain/errors.ts";
 import type { StoredKey } from "../domain/model.ts";
-import { pathTargets, type PlatformTarget } from "../domain/platform-path.ts";
-import type { RequestFacts } from "../domain/policy/request-facts.ts";
-import type { RestrictionReason } from "../domain/policy/restrictions.ts";
-import { levelOf, scopeOf, type Level, type Scope } from "../domain/scope.ts";
+import { pathTargets, type PlatformTarget } from "../domain/scope/platform-path.ts";
+import type { RequestFacts } from "../domain/policy/restrictions/request-facts.ts";
+import type { RestrictionReason } from "../domain/policy/restrictions/restrictions.ts";
+import { levelOf, scopeOf, type Level, type Scope } from "../domain/scope/scope.ts";
 import { recordAuthentication } from "./auth-outcome.ts";
 import { usableKey } from "./authenticate.ts";
 import type { Context } from "./context.ts";

@@ -1,8 +1,8 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { LookupFunction } from "node:net";
-import { ATTEMPT_TIMEOUT_MS } from "../domain/webhook-schedule.ts";
-import { checkWebhookUrl, refusedAmong } from "../domain/webhook-url.ts";
+import { ATTEMPT_TIMEOUT_MS } from "../domain/webhooks/webhook-schedule.ts";
+import { checkWebhookUrl, refusedAmong } from "../domain/webhooks/webhook-url.ts";
 import type { WebhookSettings } from "./webhook-settings.ts";
 
 // One attempt to deliver a webhook message, over node:http(s) (docs/webhooks.md): a POST that counts

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
-import { keyJsonWithoutToken } from "../domain/key-json.ts";
-import { nextRefillAt } from "../domain/policy/refill.ts";
-import { scopeOf } from "../domain/scope.ts";
+import { keyJsonWithoutToken } from "../domain/keys/key-json.ts";
+import { nextRefillAt } from "../domain/policy/limits/refill.ts";
+import { scopeOf } from "../domain/scope/scope.ts";
 import type { Queryable } from "../store/database.ts";
 import { keyFindEverById } from "../store/keys.ts";
 import { entityHolderFind, expiryNoticesDue, expiryNoticesPrune, expiryNoticesSend, noticeKeys, usageNoticeSend } from "../store/webhook-notices.ts";

@@ -1,10 +1,10 @@
 import type { KeyObject } from "node:crypto";
 import type { Logger } from "pino";
-import { eventJson } from "../domain/key-json.ts";
+import { eventJson } from "../domain/keys/key-json.ts";
 import type { Sealer } from "../domain/seal.ts";
-import { messageBody, messageId, type DeliveryAttempt } from "../domain/webhook.ts";
-import { ATTEMPT_TIMEOUT_MS, MAX_ATTEMPTS, nextAttemptAt, retryAfterSeconds } from "../domain/webhook-schedule.ts";
-import { secretKey, webhookHeaders } from "../domain/webhook-signature.ts";
+import { messageBody, messageId, type DeliveryAttempt } from "../domain/webhooks/webhook.ts";
+import { ATTEMPT_TIMEOUT_MS, MAX_ATTEMPTS, nextAttemptAt, retryAfterSeconds } from "../domain/webhooks/webhook-schedule.ts";
+import { secretKey, webhookHeaders } from "../domain/webhooks/webhook-signature.ts";
 import type { Database } from "../store/database.ts";
 import { deliveryClaim, deliveryFinish, deliveryNextDue, WEBHOOKS_CHANNEL, type ClaimedDelivery, type DeliveryResult } from "../store/webhook-deliveries.ts";
 import { webhookDeactivate } from "../store/webhooks.ts";

@@ -1,5 +1,5 @@
 import { lookup } from "node:dns/promises";
-import type { UrlRules } from "../domain/webhook-url.ts";
+import type { UrlRules } from "../domain/webhooks/webhook-url.ts";
 
 // Where webhooks may send (docs/webhooks.md, "Addresses"), and how names are resolved to judge it:
 // the same rules at creation and at each attempt, after resolution (webhook-client.ts).

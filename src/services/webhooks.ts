@@ -1,8 +1,8 @@
 import { badRequest, conflict, notFound } from "../domain/errors.ts";
-import { mayManage, type Scope } from "../domain/scope.ts";
-import { WEBHOOK_TYPES, WEBHOOKS_PER_SCOPE, type DeliveryState, type StoredWebhook, type Webhook, type WebhookDelivery, type WebhookType } from "../domain/webhook.ts";
-import { newWebhookSecret } from "../domain/webhook-signature.ts";
-import { checkWebhookUrl, hostAddress, refusedAmong } from "../domain/webhook-url.ts";
+import { mayManage, type Scope } from "../domain/scope/scope.ts";
+import { WEBHOOK_TYPES, WEBHOOKS_PER_SCOPE, type DeliveryState, type StoredWebhook, type Webhook, type WebhookDelivery, type WebhookType } from "../domain/webhooks/webhook.ts";
+import { newWebhookSecret } from "../domain/webhooks/webhook-signature.ts";
+import { checkWebhookUrl, hostAddress, refusedAmong } from "../domain/webhooks/webhook-url.ts";
 import { deliveryListByWebhook } from "../store/webhook-deliveries.ts";
 import {
   webhookDelete, webhookFindById, webhookInsert, webhookListByScope, webhookLockScope, webhookNextId, webhookUpdate, type WebhookPage,

@@ -1,5 +1,5 @@
 import type { Policy } from "../domain/policy/policy.ts";
-import type { Scope } from "../domain/scope.ts";
+import type { Scope } from "../domain/scope/scope.ts";
 import type { Queryable } from "./database.ts";
 
 // The policies of the entities a key lies in (docs/api.md, "Key policy"), read afresh in one statement:

@@ -1,6 +1,6 @@
-import type { Actor, Author, Changes, KeyAction, KeyEvent } from "../domain/key-event.ts";
+import type { Actor, Author, Changes, KeyAction, KeyEvent } from "../domain/keys/key-event.ts";
 import type { KeyType } from "../domain/model.ts";
-import type { Scope } from "../domain/scope.ts";
+import type { Scope } from "../domain/scope/scope.ts";
 import type { Queryable, Row } from "./database.ts";
 import { insideScope, withinLineage } from "./scope-sql.ts";
 

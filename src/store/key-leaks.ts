@@ -1,4 +1,4 @@
-import type { Author, LeakChanges } from "../domain/key-event.ts";
+import type { Author, LeakChanges } from "../domain/keys/key-event.ts";
 import type { Queryable } from "./database.ts";
 import { recordEvents } from "./key-events.ts";
 

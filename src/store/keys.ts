@@ -1,8 +1,8 @@
-import type { Author, Changes } from "../domain/key-event.ts";
-import type { AncestorPolicy } from "../domain/lineage.ts";
+import type { Author, Changes } from "../domain/keys/key-event.ts";
+import type { AncestorPolicy } from "../domain/keys/lineage.ts";
 import type { KeyType, StoredKey } from "../domain/model.ts";
 import type { Policy } from "../domain/policy/policy.ts";
-import type { Scope } from "../domain/scope.ts";
+import type { Scope } from "../domain/scope/scope.ts";
 import type { Queryable, Row } from "./database.ts";
 import { eventParams, recordEvents } from "./key-events.ts";
 import { policyFromColumn, policyParam } from "./policies.ts";

@@ -1,5 +1,5 @@
-import type { KeyEvent } from "../domain/key-event.ts";
-import type { DeliveryAttempt, DeliveryState, WebhookDelivery, WebhookType } from "../domain/webhook.ts";
+import type { KeyEvent } from "../domain/keys/key-event.ts";
+import type { DeliveryAttempt, DeliveryState, WebhookDelivery, WebhookType } from "../domain/webhooks/webhook.ts";
 import type { Queryable, Row } from "./database.ts";
 import { EVENT_COLUMNS, eventFrom } from "./key-events.ts";
 

@@ -1,6 +1,6 @@
 import type { StoredKey } from "../domain/model.ts";
 import type { Policy } from "../domain/policy/policy.ts";
-import type { Scope } from "../domain/scope.ts";
+import type { Scope } from "../domain/scope/scope.ts";
 import type { Queryable } from "./database.ts";
 import { policyFromColumn } from "./policies.ts";
 import { KEY_SELECT, storedKeyFrom } from "./rows.ts";

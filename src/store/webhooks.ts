@@ -1,5 +1,5 @@
-import type { Scope } from "../domain/scope.ts";
-import type { StoredWebhook, WebhookType } from "../domain/webhook.ts";
+import type { Scope } from "../domain/scope/scope.ts";
+import type { StoredWebhook, WebhookType } from "../domain/webhooks/webhook.ts";
 import type { Queryable, Row } from "./database.ts";
 import { insideScope } from "./scope-sql.ts";
 

@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreUnavailable } from "../../src/domain/errors.ts";
-import { ADMIN } from "../../src/domain/key-event.ts";
-import { customerScope, type Scope } from "../../src/domain/scope.ts";
+import { ADMIN } from "../../src/domain/keys/key-event.ts";
+import { customerScope, type Scope } from "../../src/domain/scope/scope.ts";
 import { createSealer } from "../../src/domain/seal.ts";
-import { newToken, tokenHash } from "../../src/domain/token.ts";
+import { newToken, tokenHash } from "../../src/domain/keys/token.ts";
 import { KeyInserts, MAX_BATCH } from "../../src/services/key-inserts.ts";
 import type { Database, Queryable } from "../../src/store/database.ts";
 import { customerInsert } from "../../src/store/directory.ts";

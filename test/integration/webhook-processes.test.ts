@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ATTEMPT_TIMEOUT_MS } from "../../src/domain/webhook-schedule.ts";
+import { ATTEMPT_TIMEOUT_MS } from "../../src/domain/webhooks/webhook-schedule.ts";
 import { backends, createPostgresDatabase } from "../support/databases.ts";
 import { startServerProcess, type ServerProcess } from "../support/process.ts";
 import { signatureValid, startReceiver, type Receiver } from "../support/webhook-receiver.ts";

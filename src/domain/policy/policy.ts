@@ -1,4 +1,4 @@
-import type { Level } from "../scope.ts";
+import type { Level } from "../scope/scope.ts";
 
 // A policy, on a key or on a directory entity (docs/api.md, "Key policy"): from where a key may be used
 // (restrictions), how fast (rate limits) and how much (credits), and what happens to a key reported

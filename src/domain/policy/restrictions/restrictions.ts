@@ -1,7 +1,7 @@
 import { cidrContains, parseCidr, type Cidr } from "./cidr.ts";
-import { compileEntries, compileMethods } from "./entries.ts";
+import { compileEntries, compileMethods } from "../entries.ts";
 import { matchesAnyPath, parsePathGlob, type PathGlob } from "./glob-path.ts";
-import type { Parsed, Restrictions } from "./policy.ts";
+import type { Parsed, Restrictions } from "../policy.ts";
 import { matchesReferrer, parseReferrerPattern, parseStoredReferrerPattern, readReferrer, type ReferrerPattern } from "./referrer.ts";
 import type { RequestFacts } from "./request-facts.ts";
 

@@ -1,4 +1,4 @@
-import type { Parsed } from "./policy.ts";
+import type { Parsed } from "../policy.ts";
 
 // IP addresses and CIDRs for a policy's `ips` (docs/api.md, "Key policy"), parsed once into numbers:
 // IPv4 as an unsigned 32-bit number, IPv6 as a 128-bit bigint. An IPv4-mapped IPv6 address

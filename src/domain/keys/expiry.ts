@@ -1,4 +1,4 @@
-import { badRequest } from "./errors.ts";
+import { badRequest } from "../errors.ts";
 
 // Expiry and rotation limits (docs/api.md, "Lifecycle").
 export const EXPIRES_IN_SECONDS = { min: 60, max: 315_360_000 } as const; // a minute to ten years

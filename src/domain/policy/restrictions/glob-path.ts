@@ -1,5 +1,5 @@
-import { canonicalKeywords } from "../scope-keywords.ts";
-import type { Parsed } from "./policy.ts";
+import { canonicalKeywords } from "../../scope/scope-keywords.ts";
+import type { Parsed } from "../policy.ts";
 
 // Path patterns for a policy's `paths` (docs/api.md, "Key policy"): platform paths where a `*` segment
 // matches exactly one segment and a `**` segment any number of them, none included. They are matched

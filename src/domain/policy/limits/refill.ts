@@ -1,4 +1,4 @@
-import type { Refill } from "./policy.ts";
+import type { Refill } from "../policy.ts";
 
 // When credits refill (docs/api.md, "Key policy"), in UTC: daily at 00:00; monthly at 00:00 on `day`
 // (default 1), or on the month's last day when it has fewer days (31 is April's 30th, February's 28th

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { codePoints } from "./text.ts";
+import { codePoints } from "../text.ts";
 
 /** The longest key name, in characters (code points: 128 emoji are 128 characters). */
 export const KEY_NAME_MAX = 128;

@@ -1,4 +1,4 @@
-import type { LeakPolicy, Policy } from "./policy/policy.ts";
+import type { LeakPolicy, Policy } from "../policy/policy.ts";
 
 // Which leak policy acts on a key reported leaked (docs/leaks.md): the nearest one set, from the key's
 // own up through its subscriber or application, domain and customer, else the service's default. Unlike

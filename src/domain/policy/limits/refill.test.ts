@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Refill } from "./policy.ts";
+import type { Refill } from "../policy.ts";
 import { lastRefillAt, nextRefillAt } from "./refill.ts";
 
 // From docs/api.md ("Key policy"): daily refills at 00:00 UTC; monthly at 00:00 UTC on `day` (default

@@ -1,4 +1,4 @@
-import { cidrContains, parseAddress, parseBlock, type Address, type Cidr } from "./policy/cidr.ts";
+import { cidrContains, parseAddress, parseBlock, type Address, type Cidr } from "../policy/restrictions/cidr.ts";
 
 // Which addresses a webhook may reach (docs/webhooks.md, "Addresses"): those the IANA special-purpose
 // address registries (IPv4 and IPv6, RFC 6890) mark globally reachable, and no other. Each row below is

@@ -1,4 +1,4 @@
-import type { KeyType } from "./model.ts";
+import type { KeyType } from "../model.ts";
 
 // The record of every change to a key (docs/api.md, "Events"): append-only, written in the same
 // transaction as the change, and never holding a token.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { leakPolicyOf } from "./leak-policy.ts";
-import type { LeakPolicy, Policy } from "./policy/policy.ts";
+import type { LeakPolicy, Policy } from "../policy/policy.ts";
 
 // Nearest first: [key, subscriber or application, domain, customer].
 describe("leakPolicyOf", () => {

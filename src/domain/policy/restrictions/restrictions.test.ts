@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { pathReadings } from "../platform-path.ts";
-import type { Restrictions } from "./policy.ts";
+import { pathReadings } from "../../scope/platform-path.ts";
+import type { Restrictions } from "../policy.ts";
 import { requestFacts, type RequestInput } from "./request-facts.ts";
 import { compileRestrictions, restrictionRefusal } from "./restrictions.ts";
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { pathReadings } from "../platform-path.ts";
-import type { RateLimit } from "./policy.ts";
+import { pathReadings } from "../../scope/platform-path.ts";
+import type { RateLimit } from "../policy.ts";
 import { compileRateLimits, countsRequest } from "./ratelimits.ts";
-import { requestFacts, type RequestInput } from "./request-facts.ts";
+import { requestFacts, type RequestInput } from "../restrictions/request-facts.ts";
 
 // From docs/api.md ("Key policy"): up to 10 limits, names unique (1-64 of A-Za-z0-9._-), limit 1 to
 // 10^9, windowSeconds 1 to 2,592,000; `methods` and `paths` choose the requests a limit counts,

@@ -1,7 +1,7 @@
-import { compileEntries, compileMethods, integerProblem } from "./entries.ts";
-import { foldedPathGlob, matchesAnyPath, parsePathGlob, type PathGlob } from "./glob-path.ts";
-import { RATELIMIT_LIMIT, RATELIMIT_NAME, RATELIMITS_MAX, WINDOW_SECONDS, type Parsed, type RateLimit } from "./policy.ts";
-import type { RequestFacts } from "./request-facts.ts";
+import { compileEntries, compileMethods, integerProblem } from "../entries.ts";
+import { foldedPathGlob, matchesAnyPath, parsePathGlob, type PathGlob } from "../restrictions/glob-path.ts";
+import { RATELIMIT_LIMIT, RATELIMIT_NAME, RATELIMITS_MAX, WINDOW_SECONDS, type Parsed, type RateLimit } from "../policy.ts";
+import type { RequestFacts } from "../restrictions/request-facts.ts";
 
 // A policy's rate limits (docs/api.md, "Key policy"): each counts the requests its `methods` and
 // `paths` choose, every request when it has neither.

@@ -1,5 +1,5 @@
 import type { KeyEvent } from "./key-event.ts";
-import type { Key, StoredKey } from "./model.ts";
+import type { Key, StoredKey } from "../model.ts";
 
 // The one shape of every key response (docs/api.md, "Keys"): the full listing form, with the hyphenated ids
 // beside each embedded object. Directory objects serialise as they are; Dates become RFC 3339 UTC.

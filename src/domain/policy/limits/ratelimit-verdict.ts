@@ -1,4 +1,4 @@
-import type { PolicyLevel } from "./policy.ts";
+import type { PolicyLevel } from "../policy.ts";
 import { resetSeconds } from "./window.ts";
 
 // One request against every rate limit that counts it, on every level from the customer down to the

@@ -1,5 +1,5 @@
-import type { Policy } from "./policy/policy.ts";
-import type { Scope } from "./scope.ts";
+import type { Policy } from "../policy/policy.ts";
+import type { Scope } from "../scope/scope.ts";
 
 // Who made a key, and what that binds (docs/api.md, "Restricted keys"). A key made through the key
 // paths is its caller's child. Keys are known to their descendants by their lineage: the id of the

@@ -1,5 +1,5 @@
-import type { PolicyLevel, Refill } from "./policy.ts";
-import { LEVELS } from "../scope.ts";
+import type { PolicyLevel, Refill } from "../policy.ts";
+import { LEVELS } from "../../scope/scope.ts";
 import { nextRefillAt } from "./refill.ts";
 
 // One request's cost against every balance on the way from the customer down to the key (docs/api.md,

@@ -1,4 +1,4 @@
-import { parseAddress } from "./policy/cidr.ts";
+import { parseAddress } from "../policy/restrictions/cidr.ts";
 import { notGlobalText } from "./special-addresses.ts";
 
 // Where webhooks may send (docs/webhooks.md, "Addresses"): https, or http where allowed; never, unless

@@ -1,5 +1,5 @@
 import { REFERRER_AUTHORITY } from "./entry-patterns.ts";
-import type { Parsed } from "./policy.ts";
+import type { Parsed } from "../policy.ts";
 
 // Referrer patterns for a policy's `referrers` (docs/api.md, "Key policy"), matched part by part as the
 // WHATWG URL parser (a browser's) reads both the pattern and the referrer, never as one string, so that

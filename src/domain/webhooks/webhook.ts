@@ -1,4 +1,4 @@
-import type { Scope } from "./scope.ts";
+import type { Scope } from "../scope/scope.ts";
 
 // Lifecycle webhooks (docs/webhooks.md): what a webhook is, and the messages it is sent.
 
