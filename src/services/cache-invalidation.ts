@@ -1,7 +1,7 @@
-import { directoryChannel } from "../store/directory-changes.ts";
-import { keyCatchUp } from "../store/key-catch-up.ts";
-import { keyChannel } from "../store/key-changes.ts";
-import { CREDITS_CHANNEL } from "../store/policies.ts";
+import { directoryChannel } from "../store/directory/directory-changes.ts";
+import { keyCatchUp } from "../store/keys/key-catch-up.ts";
+import { keyChannel } from "../store/keys/key-changes.ts";
+import { CREDITS_CHANNEL } from "../store/policy/policies.ts";
 import type { Context } from "./context.ts";
 
 /**

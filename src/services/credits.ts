@@ -3,7 +3,7 @@ import type { Credits, Policy } from "../domain/policy/policy.ts";
 import { lastRefillAt, nextRefillAt } from "../domain/policy/limits/refill.ts";
 import { keyHolder } from "../domain/keys/lineage.ts";
 import type { Queryable } from "../store/database.ts";
-import { balanceList, policyHolder, type Balance } from "../store/policies.ts";
+import { balanceList, policyHolder, type Balance } from "../store/policy/policies.ts";
 
 // Credits as a reader sees them (docs/api.md, "Key policy"): wherever a policy is shown, its
 // `credits.remaining` is the live balance, a refill that is due already applied (a grant applies it

@@ -4,8 +4,8 @@ import type { Application, Customer, Domain, Subscriber, User } from "../domain/
 import {
   applicationInsert, customerInsert, domainInsert, entityDelete, entityFind, entityList, keyColumnOf, subscriberInsert,
   TABLES, userInsert, type ApplicationInput,
-} from "../store/directory.ts";
-import { keyInsertUnlessExists, keyRecordExpiries } from "../store/keys.ts";
+} from "../store/directory/directory.ts";
+import { keyInsertUnlessExists, keyRecordExpiries } from "../store/keys/keys.ts";
 import { changesBetween, type Author } from "../domain/keys/key-event.ts";
 import { domainScope, customerScope } from "../domain/scope/scope.ts";
 import type { Context } from "./context.ts";

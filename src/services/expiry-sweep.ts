@@ -1,4 +1,4 @@
-import { keyRecordExpiries } from "../store/keys.ts";
+import { keyRecordExpiries } from "../store/keys/keys.ts";
 import type { Context } from "./context.ts";
 
 // The sweep records the `expired` event of each key whose expiry has passed (docs/api.md, "Events"),

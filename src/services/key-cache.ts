@@ -4,7 +4,7 @@ import { LRUCache } from "lru-cache";
 import { StoreUnavailable } from "../domain/errors.ts";
 import type { StoredKey } from "../domain/model.ts";
 import type { ListenState, Queryable } from "../store/database.ts";
-import { keyFindByHash } from "../store/keys.ts";
+import { keyFindByHash } from "../store/keys/keys.ts";
 import type { Maybe } from "./maybe.ts";
 
 // The verification cache: the live key behind a token, by the token's hash, so the hot path is one

@@ -1,5 +1,5 @@
 import type { ListenState } from "../store/database.ts";
-import { listenForKeyChanges, type KeyChange } from "../store/key-changes.ts";
+import { listenForKeyChanges, type KeyChange } from "../store/keys/key-changes.ts";
 import type { Context } from "./context.ts";
 
 export type { KeyChange, ListenState };

@@ -2,8 +2,8 @@ import { parseId } from "../domain/scope/identifier.ts";
 import type { KeyAction, KeyEvent } from "../domain/keys/key-event.ts";
 import { reaches, type Reach } from "../domain/keys/lineage.ts";
 import { mayManage } from "../domain/scope/scope.ts";
-import { eventListByKey, eventListByScope, type EventPage } from "../store/key-events.ts";
-import { keyFindEverById } from "../store/keys.ts";
+import { eventListByKey, eventListByScope, type EventPage } from "../store/keys/key-events.ts";
+import { keyFindEverById } from "../store/keys/keys.ts";
 import type { Context } from "./context.ts";
 import { findKey, keyNotFound } from "./keys.ts";
 

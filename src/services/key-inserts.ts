@@ -1,7 +1,7 @@
 import type { StoredKey } from "../domain/model.ts";
 import type { Queryable } from "../store/database.ts";
 import { StoreUnavailable } from "../domain/errors.ts";
-import { keyInsertUnlessExists, type NewKey } from "../store/keys.ts";
+import { keyInsertUnlessExists, type NewKey } from "../store/keys/keys.ts";
 
 /** At most this many keys go to the database in one statement. */
 export const MAX_BATCH = 64;

@@ -4,7 +4,7 @@ import { changesBetween, type Author } from "../domain/keys/key-event.ts";
 import type { Key, StoredKey } from "../domain/model.ts";
 import type { Reach } from "../domain/keys/lineage.ts";
 import type { Queryable } from "../store/database.ts";
-import { keyLockById, keyRotate, type KeyInsert } from "../store/keys.ts";
+import { keyLockById, keyRotate, type KeyInsert } from "../store/keys/keys.ts";
 import type { Context } from "./context.ts";
 import { findKey, keyNotFound, mintToken, withToken, type ExpiryRequest } from "./keys.ts";
 

@@ -1,8 +1,8 @@
 import type { StoredKey } from "../domain/model.ts";
 import type { PolicyLevel } from "../domain/policy/policy.ts";
 import { resetSeconds, windowStart } from "../domain/policy/limits/window.ts";
-import { balanceList } from "../store/policies.ts";
-import { windowsGranted } from "../store/policy-counters.ts";
+import { balanceList } from "../store/policy/policies.ts";
+import { windowsGranted } from "../store/policy/policy-counters.ts";
 import type { Context } from "./context.ts";
 import { creditsView, liveRemaining } from "./credits.ts";
 

@@ -11,8 +11,8 @@ import { isTokenFormat, newToken, tokenHash } from "../domain/keys/token.ts";
 import {
   holderOf, keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyListByScope, keyLockById,
   keyRecordExpiries, keyUpdate, type Entities, type KeyFilter, type KeyInsert, type KeyUpdate,
-} from "../store/keys.ts";
-import { orderedPolicy } from "../store/policies.ts";
+} from "../store/keys/keys.ts";
+import { orderedPolicy } from "../store/policy/policies.ts";
 import type { Context } from "./context.ts";
 import { keysShown } from "./credits.ts";
 import { policyChanges, resetBalance } from "./policy-changes.ts";

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { StoredKey } from "../domain/model.ts";
 import type { Queryable } from "../store/database.ts";
-import { keyRecordLastUse } from "../store/keys.ts";
+import { keyRecordLastUse } from "../store/keys/keys.ts";
 import type { KeyCache } from "./key-cache.ts";
 
 // lastUsedAt (docs/api.md, "Lifecycle"): recording a use is a map update on the request's path; the

@@ -1,6 +1,6 @@
 import type { StoredKey } from "../domain/model.ts";
 import type { Scope } from "../domain/scope/scope.ts";
-import { keyClaimManagedBy, keyFindByIdentity, keyFindEverById, keyListByManagedBy, keyReleaseManagedBy } from "../store/keys.ts";
+import { keyClaimManagedBy, keyFindByIdentity, keyFindEverById, keyListByManagedBy, keyReleaseManagedBy } from "../store/keys/keys.ts";
 import type { Context } from "./context.ts";
 
 // The operator's claims on keys: a key's managed_by names the ApiKey resource ("namespace/name")

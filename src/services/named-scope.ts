@@ -1,6 +1,6 @@
 import { parseNamed } from "../domain/scope/identifier.ts";
 import { applicationScope, customerScope, domainScope, subscriberScope, type Level, type Scope, type ScopeRefs } from "../domain/scope/scope.ts";
-import { entityFind, TABLES } from "../store/directory.ts";
+import { entityFind, TABLES } from "../store/directory/directory.ts";
 import type { Context } from "./context.ts";
 import { findSubscriber } from "./directory.ts";
 

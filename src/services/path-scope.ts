@@ -1,7 +1,7 @@
 import type { PathScopes } from "../domain/scope/access.ts";
 import { parseWithSelf } from "../domain/scope/identifier.ts";
 import { applicationScope, customerScope, domainScope, subscriberScope, type Scope, type ScopeRefs } from "../domain/scope/scope.ts";
-import { entityFind, TABLES } from "../store/directory.ts";
+import { entityFind, TABLES } from "../store/directory/directory.ts";
 import type { Context } from "./context.ts";
 import { findSubscriber } from "./directory.ts";
 

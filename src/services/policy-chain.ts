@@ -5,8 +5,8 @@ import type { StoredKey } from "../domain/model.ts";
 import { compilePolicy, type CompiledPolicy } from "../domain/policy/compile.ts";
 import type { Policy, PolicyLevel } from "../domain/policy/policy.ts";
 import type { ListenState, Queryable } from "../store/database.ts";
-import { entityPoliciesFind, type EntityPolicies } from "../store/entity-policies.ts";
-import { keyLineagePolicies } from "../store/keys.ts";
+import { entityPoliciesFind, type EntityPolicies } from "../store/policy/entity-policies.ts";
+import { keyLineagePolicies } from "../store/keys/keys.ts";
 import { after, type Maybe } from "./maybe.ts";
 
 // The policies that bind a key (docs/api.md, "Key policy"): its customer's, domain's, application's or

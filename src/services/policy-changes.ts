@@ -1,7 +1,7 @@
 import type { Changes } from "../domain/keys/key-event.ts";
 import type { Policy } from "../domain/policy/policy.ts";
 import type { Queryable } from "../store/database.ts";
-import { balanceDelete, balanceLock, balanceSet } from "../store/policies.ts";
+import { balanceDelete, balanceLock, balanceSet } from "../store/policy/policies.ts";
 import { liveRemaining } from "./credits.ts";
 
 // What setting a policy changes beside the policy itself (docs/adr/0013-policy-counting.md): a policy

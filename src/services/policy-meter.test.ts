@@ -2,7 +2,7 @@ import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { StoreUnavailable } from "../domain/errors.ts";
 import type { Credits } from "../domain/policy/policy.ts";
-import type { Unused } from "../store/policy-counters.ts";
+import type { Unused } from "../store/policy/policy-counters.ts";
 import { PolicyMeter, type CounterSpec, type CounterStore, type MeterOutcome } from "./policy-meter.ts";
 
 // The meter over an in-memory store that keeps the promises of store/policy-counters.ts (a grant is

@@ -3,7 +3,7 @@ import type { Credits, PolicyLevel } from "../domain/policy/policy.ts";
 import { lastRefillAt } from "../domain/policy/limits/refill.ts";
 import { windowStart } from "../domain/policy/limits/window.ts";
 import type { ListenState, Queryable } from "../store/database.ts";
-import { balanceGrant, balanceReturn, windowGrant, type BalanceGrant, type Grant, type Refilling, type Unused } from "../store/policy-counters.ts";
+import { balanceGrant, balanceReturn, windowGrant, type BalanceGrant, type Grant, type Refilling, type Unused } from "../store/policy/policy-counters.ts";
 import type { Maybe } from "./maybe.ts";
 
 // Rate limits and credits counted exactly across processes, through leases (docs/adr/0013): this

@@ -1,4 +1,4 @@
-import { windowsPrune } from "../store/policy-counters.ts";
+import { windowsPrune } from "../store/policy/policy-counters.ts";
 import type { Context } from "./context.ts";
 
 // Rate-limit windows that are over leave their rows behind (docs/adr/0013): each process deletes them

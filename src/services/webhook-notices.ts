@@ -3,8 +3,8 @@ import { keyJsonWithoutToken } from "../domain/keys/key-json.ts";
 import { nextRefillAt } from "../domain/policy/limits/refill.ts";
 import { scopeOf } from "../domain/scope/scope.ts";
 import type { Queryable } from "../store/database.ts";
-import { keyFindEverById } from "../store/keys.ts";
-import { entityHolderFind, expiryNoticesDue, expiryNoticesPrune, expiryNoticesSend, noticeKeys, usageNoticeSend } from "../store/webhook-notices.ts";
+import { keyFindEverById } from "../store/keys/keys.ts";
+import { entityHolderFind, expiryNoticesDue, expiryNoticesPrune, expiryNoticesSend, noticeKeys, usageNoticeSend } from "../store/webhooks/webhook-notices.ts";
 import type { CounterStore } from "./policy-meter.ts";
 
 // The webhook messages that no key event carries (docs/webhooks.md): key.expiring, at each of

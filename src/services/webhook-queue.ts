@@ -1,5 +1,5 @@
 import type { Queryable } from "../store/database.ts";
-import { deliveryPrune, deliveryQueueStats } from "../store/webhook-deliveries.ts";
+import { deliveryPrune, deliveryQueueStats } from "../store/webhooks/webhook-deliveries.ts";
 import type { ExpiryNotices } from "./webhook-notices.ts";
 
 // The outbox as operations see it (docs/webhooks.md, "Operations"): how much waits, for how long, and

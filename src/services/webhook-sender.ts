@@ -6,8 +6,8 @@ import { messageBody, messageId, type DeliveryAttempt } from "../domain/webhooks
 import { ATTEMPT_TIMEOUT_MS, MAX_ATTEMPTS, nextAttemptAt, retryAfterSeconds } from "../domain/webhooks/webhook-schedule.ts";
 import { secretKey, webhookHeaders } from "../domain/webhooks/webhook-signature.ts";
 import type { Database } from "../store/database.ts";
-import { deliveryClaim, deliveryFinish, deliveryNextDue, WEBHOOKS_CHANNEL, type ClaimedDelivery, type DeliveryResult } from "../store/webhook-deliveries.ts";
-import { webhookDeactivate } from "../store/webhooks.ts";
+import { deliveryClaim, deliveryFinish, deliveryNextDue, WEBHOOKS_CHANNEL, type ClaimedDelivery, type DeliveryResult } from "../store/webhooks/webhook-deliveries.ts";
+import { webhookDeactivate } from "../store/webhooks/webhooks.ts";
 import type { WebhookClient } from "./webhook-client.ts";
 import { webhookSecret } from "./webhooks.ts";
 

@@ -3,10 +3,10 @@ import { mayManage, type Scope } from "../domain/scope/scope.ts";
 import { WEBHOOK_TYPES, WEBHOOKS_PER_SCOPE, type DeliveryState, type StoredWebhook, type Webhook, type WebhookDelivery, type WebhookType } from "../domain/webhooks/webhook.ts";
 import { newWebhookSecret } from "../domain/webhooks/webhook-signature.ts";
 import { checkWebhookUrl, hostAddress, refusedAmong } from "../domain/webhooks/webhook-url.ts";
-import { deliveryListByWebhook } from "../store/webhook-deliveries.ts";
+import { deliveryListByWebhook } from "../store/webhooks/webhook-deliveries.ts";
 import {
   webhookDelete, webhookFindById, webhookInsert, webhookListByScope, webhookLockScope, webhookNextId, webhookUpdate, type WebhookPage,
-} from "../store/webhooks.ts";
+} from "../store/webhooks/webhooks.ts";
 import type { Context } from "./context.ts";
 
 // Use cases of webhooks (docs/webhooks.md). `caller` is the scope of the key that asks, null for the

@@ -1,6 +1,6 @@
 import type { Application, Customer, Domain, KeyType, StoredKey, Subscriber, User, HttpMethod } from "../domain/model.ts";
 import type { Row } from "./database.ts";
-import { policyFromColumn } from "./policies.ts";
+import { policyFromColumn } from "./policy/policies.ts";
 
 // Each entity is selected under an alias prefix ("c_id", "c_name"...), so one mapper serves the
 // directory's own queries and the joins that embed the entity in a key.

@@ -1,7 +1,7 @@
-import type { KeyEvent } from "../domain/keys/key-event.ts";
-import type { DeliveryAttempt, DeliveryState, WebhookDelivery, WebhookType } from "../domain/webhooks/webhook.ts";
-import type { Queryable, Row } from "./database.ts";
-import { EVENT_COLUMNS, eventFrom } from "./key-events.ts";
+import type { KeyEvent } from "../../domain/keys/key-event.ts";
+import type { DeliveryAttempt, DeliveryState, WebhookDelivery, WebhookType } from "../../domain/webhooks/webhook.ts";
+import type { Queryable, Row } from "../database.ts";
+import { EVENT_COLUMNS, eventFrom } from "../keys/key-events.ts";
 
 // The outbox (migrations/0006_webhooks.sql): deliveries claimed by whichever process gets to them
 // first, with FOR UPDATE SKIP LOCKED, for a lease; their results written back in batches.

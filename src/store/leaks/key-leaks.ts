@@ -1,6 +1,6 @@
-import type { Author, LeakChanges } from "../domain/keys/key-event.ts";
-import type { Queryable } from "./database.ts";
-import { recordEvents } from "./key-events.ts";
+import type { Author, LeakChanges } from "../../domain/keys/key-event.ts";
+import type { Queryable } from "../database.ts";
+import { recordEvents } from "../keys/key-events.ts";
 
 // What a leak report reads and records (docs/leaks.md). The changes it makes to keys are the usual
 // statements of keys.ts; the `leaked` event is written here, through recordEvents like every event.

@@ -1,13 +1,13 @@
-import type { Author, Changes } from "../domain/keys/key-event.ts";
-import type { AncestorPolicy } from "../domain/keys/lineage.ts";
-import type { KeyType, StoredKey } from "../domain/model.ts";
-import type { Policy } from "../domain/policy/policy.ts";
-import type { Scope } from "../domain/scope/scope.ts";
-import type { Queryable, Row } from "./database.ts";
+import type { Author, Changes } from "../../domain/keys/key-event.ts";
+import type { AncestorPolicy } from "../../domain/keys/lineage.ts";
+import type { KeyType, StoredKey } from "../../domain/model.ts";
+import type { Policy } from "../../domain/policy/policy.ts";
+import type { Scope } from "../../domain/scope/scope.ts";
+import type { Queryable, Row } from "../database.ts";
 import { eventParams, recordEvents } from "./key-events.ts";
-import { policyFromColumn, policyParam } from "./policies.ts";
-import { addEntities, ENTITIES_SELECT, KEY_COLUMNS, KEY_SELECT, keySelect, listedKeyFrom, storedKeyFrom, type Entities } from "./rows.ts";
-import { insideScope, withinLineage } from "./scope-sql.ts";
+import { policyFromColumn, policyParam } from "../policy/policies.ts";
+import { addEntities, ENTITIES_SELECT, KEY_COLUMNS, KEY_SELECT, keySelect, listedKeyFrom, storedKeyFrom, type Entities } from "../rows.ts";
+import { insideScope, withinLineage } from "../directory/scope-sql.ts";
 
 // Queries of the api_keys table. A key is live while it is neither deleted nor expired; `now` is the
 // service's clock, never the database's, so that a test's clock governs expiry everywhere. Every

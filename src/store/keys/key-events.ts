@@ -1,8 +1,8 @@
-import type { Actor, Author, Changes, KeyAction, KeyEvent } from "../domain/keys/key-event.ts";
-import type { KeyType } from "../domain/model.ts";
-import type { Scope } from "../domain/scope/scope.ts";
-import type { Queryable, Row } from "./database.ts";
-import { insideScope, withinLineage } from "./scope-sql.ts";
+import type { Actor, Author, Changes, KeyAction, KeyEvent } from "../../domain/keys/key-event.ts";
+import type { KeyType } from "../../domain/model.ts";
+import type { Scope } from "../../domain/scope/scope.ts";
+import type { Queryable, Row } from "../database.ts";
+import { insideScope, withinLineage } from "../directory/scope-sql.ts";
 
 // The key_events table (migrations/0003_key_lifecycle.sql). Events are written only by the statements
 // that change keys, through `recordEvents`, so an event never exists without its change, nor a

@@ -1,4 +1,4 @@
-import type { ChannelHandlers } from "./database.ts";
+import type { ChannelHandlers } from "../database.ts";
 
 // The database announces every change to the customers, domains, applications and subscribers tables
 // on this channel, whoever made it (migrations/0004_directory_changes.sql). The payload is the table's

@@ -1,4 +1,4 @@
-import type { CatchUp, Queryable } from "./database.ts";
+import type { CatchUp, Queryable } from "../database.ts";
 import type { KeyChange } from "./key-changes.ts";
 
 // Announcements on keyplane_keys are a wake-up; the record is the key event log (key_events, written in

@@ -1,4 +1,4 @@
-import type { ChannelHandlers, Database, ListenState } from "./database.ts";
+import type { ChannelHandlers, Database, ListenState } from "../database.ts";
 import { keyCatchUp } from "./key-catch-up.ts";
 
 // The database announces every change to a key's active, deleted_at or name on this channel, whoever

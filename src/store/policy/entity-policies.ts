@@ -1,6 +1,6 @@
-import type { Policy } from "../domain/policy/policy.ts";
-import type { Scope } from "../domain/scope/scope.ts";
-import type { Queryable } from "./database.ts";
+import type { Policy } from "../../domain/policy/policy.ts";
+import type { Scope } from "../../domain/scope/scope.ts";
+import type { Queryable } from "../database.ts";
 
 // The policies of the entities a key lies in (docs/api.md, "Key policy"), read afresh in one statement:
 // a key's cached copy carries them as they were when it was read, and an entity's change is announced

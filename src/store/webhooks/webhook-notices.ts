@@ -1,9 +1,9 @@
-import type { StoredKey } from "../domain/model.ts";
-import type { Policy } from "../domain/policy/policy.ts";
-import type { Scope } from "../domain/scope/scope.ts";
-import type { Queryable } from "./database.ts";
-import { policyFromColumn } from "./policies.ts";
-import { KEY_SELECT, storedKeyFrom } from "./rows.ts";
+import type { StoredKey } from "../../domain/model.ts";
+import type { Policy } from "../../domain/policy/policy.ts";
+import type { Scope } from "../../domain/scope/scope.ts";
+import type { Queryable } from "../database.ts";
+import { policyFromColumn } from "../policy/policies.ts";
+import { KEY_SELECT, storedKeyFrom } from "../rows.ts";
 
 // The webhook messages that are not key events (docs/webhooks.md): key.expiring and
 // key.usage_exceeded. Each is recorded as sent (expiry_notices, usage_notices) in the statement that

@@ -1,4 +1,4 @@
-import type { Queryable } from "./database.ts";
+import type { Queryable } from "../database.ts";
 
 // The counting of key policy (docs/adr/0013-policy-counting.md), in policy_windows and policy_balances
 // (migrations/0005_key_policy.sql). Each process takes leases: units handed to it and to no other, in

@@ -1,4 +1,4 @@
-import type { Scope } from "../domain/scope/scope.ts";
+import type { Scope } from "../../domain/scope/scope.ts";
 
 /**
  * The WHERE condition selecting rows (keys, or events by their key's scope) inside `scope`, on the

@@ -1,9 +1,9 @@
-import type { Identifier } from "../domain/scope/identifier.ts";
-import type { Application, Customer, Domain, HttpMethod, Subscriber, User } from "../domain/model.ts";
-import type { Author } from "../domain/keys/key-event.ts";
-import type { Queryable, Row } from "./database.ts";
-import { eventParams, recordEvents } from "./key-events.ts";
-import { applicationFrom, columns, customerFrom, domainFrom, type EntityKind, subscriberFrom, userFrom } from "./rows.ts";
+import type { Identifier } from "../../domain/scope/identifier.ts";
+import type { Application, Customer, Domain, HttpMethod, Subscriber, User } from "../../domain/model.ts";
+import type { Author } from "../../domain/keys/key-event.ts";
+import type { Queryable, Row } from "../database.ts";
+import { eventParams, recordEvents } from "../keys/key-events.ts";
+import { applicationFrom, columns, customerFrom, domainFrom, type EntityKind, subscriberFrom, userFrom } from "../rows.ts";
 
 // Queries of the directory: customers > domains > applications, subscribers; users.
 interface EntityTable<T> {

@@ -1,7 +1,7 @@
-import type { Scope } from "../domain/scope/scope.ts";
-import type { StoredWebhook, WebhookType } from "../domain/webhooks/webhook.ts";
-import type { Queryable, Row } from "./database.ts";
-import { insideScope } from "./scope-sql.ts";
+import type { Scope } from "../../domain/scope/scope.ts";
+import type { StoredWebhook, WebhookType } from "../../domain/webhooks/webhook.ts";
+import type { Queryable, Row } from "../database.ts";
+import { insideScope } from "../directory/scope-sql.ts";
 
 // The webhooks table (migrations/0006_webhooks.sql): who is sent which messages, where. Deliveries
 // are webhook-deliveries.ts's.

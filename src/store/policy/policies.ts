@@ -1,5 +1,5 @@
-import type { Policy } from "../domain/policy/policy.ts";
-import type { Queryable, Row } from "./database.ts";
+import type { Policy } from "../../domain/policy/policy.ts";
+import type { Queryable, Row } from "../database.ts";
 
 // Policies' balances (migrations/0005_key_policy.sql, docs/adr/0013-policy-counting.md): one row per
 // holder whose policy has credits, holding what no process holds in a lease. Every change to a
