@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { tokenHashHex } from "../src/domain/keys/token.ts";
-import { KeyCache } from "../src/services/key-cache.ts";
+import { KeyCache } from "../src/services/verification/key-cache.ts";
 import { openPostgres } from "../src/store/postgres.ts";
 import { createBenchDatabase, DEFAULT_DATABASE_URL } from "./database.ts";
 import { client } from "./http.ts";

@@ -10,7 +10,7 @@ import { DEFAULT_EXPIRY_NOTICES, parseExpiryNotices } from "./domain/webhooks/ex
 import { parseMasterKey } from "./domain/seal.ts";
 import { parseTrustedProxies, type TrustedProxies } from "./http/client-address.ts";
 import { AUTH_GATEWAYS, type AuthGateway } from "./http/auth-gateway.ts";
-import { GITHUB_KEYS_URL } from "./services/github-keys.ts";
+import { GITHUB_KEYS_URL } from "./services/leaks/github-keys.ts";
 
 // Every setting keyplane reads from the environment is read and checked here, and only here
 // (README.md, "Configuration"); the rest of the code takes what it needs as arguments.

@@ -1,6 +1,6 @@
 import type { Request } from "express";
 import type { Context } from "../services/context.ts";
-import { entityCredits, entityPolicy, setEntityCredits, setEntityPolicy, type Policed, type PolicedLevel } from "../services/policies.ts";
+import { entityCredits, entityPolicy, setEntityCredits, setEntityPolicy, type Policed, type PolicedLevel } from "../services/policy/policies.ts";
 import { creditsChange } from "./credits-change.ts";
 import { route, type Route } from "./route.ts";
 import { creditsBody, creditsObject, policyBody } from "./schemas.ts";

@@ -1,7 +1,7 @@
 import express, { type NextFunction, type Request, type Response } from "express";
 import "./request.ts";
 import { unauthorized } from "../domain/errors.ts";
-import { authenticate } from "../services/authenticate.ts";
+import { authenticate } from "../services/verification/authenticate.ts";
 import type { RuntimeOptions } from "../runtime/runtime.ts";
 import type { Context } from "../services/context.ts";
 import { adminRoutes } from "./admin-routes.ts";

@@ -1,14 +1,14 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import type { StoredKey } from "../domain/model.ts";
 import { levelOf } from "../domain/scope/scope.ts";
-import { bearerToken } from "../services/authenticate.ts";
+import { bearerToken } from "../services/verification/authenticate.ts";
 import type { Context } from "../services/context.ts";
 import { after, runNowOrLater, type Maybe } from "../services/maybe.ts";
-import { verifyRequest, type Verdict } from "../services/verify.ts";
+import { verifyRequest, type Verdict } from "../services/verification/verify.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
 import { statusOf, type ErrorCode } from "../domain/errors.ts";
-import { restrictedMessage } from "../services/authenticate.ts";
-import type { PolicyReport } from "../services/policy-check.ts";
+import { restrictedMessage } from "../services/verification/authenticate.ts";
+import type { PolicyReport } from "../services/policy/policy-check.ts";
 import { answerError, BEARER_CHALLENGE, errorBody, sendUnauthorized } from "./errors.ts";
 import { echoRequestId, logWhenAnswered, REQUEST_ID, requestId, type Answering } from "./request-log.ts";
 import { METHODS, route, type Method, type Route } from "./route.ts";

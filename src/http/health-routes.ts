@@ -1,5 +1,5 @@
 import type { Context } from "../services/context.ts";
-import { isReady } from "../services/health.ts";
+import { isReady } from "../services/operations/health.ts";
 import { sendError } from "./errors.ts";
 import { route, type Route } from "./route.ts";
 import { healthObject, openApiObject } from "./schemas.ts";

@@ -1,5 +1,5 @@
 import type { Context } from "../services/context.ts";
-import { keyCredits, setKeyCredits } from "../services/policies.ts";
+import { keyCredits, setKeyCredits } from "../services/policy/policies.ts";
 import { keyAuthor } from "./author.ts";
 import { creditsChange } from "./credits-change.ts";
 import { authorizedScope, keyRef } from "./key-scope.ts";

@@ -1,9 +1,9 @@
 import type { Request, Response } from "express";
 import type { KeyEvent } from "../domain/keys/key-event.ts";
 import type { Context } from "../services/context.ts";
-import { listEvents, listKeyEvents, type EventPage } from "../services/key-events.ts";
-import { rotateKey } from "../services/key-rotation.ts";
-import { keyShown } from "../services/keys.ts";
+import { listEvents, listKeyEvents, type EventPage } from "../services/keys/key-events.ts";
+import { rotateKey } from "../services/keys/key-rotation.ts";
+import { keyShown } from "../services/keys/keys.ts";
 import { keyAuthor } from "./author.ts";
 import { setNextLink } from "./key-list.ts";
 import { authorizedScope, callerReach, keyRef } from "./key-scope.ts";

@@ -1,6 +1,6 @@
 import type { Context } from "../services/context.ts";
-import { findKey, keyNotFound } from "../services/keys.ts";
-import { keyUsage } from "../services/key-usage.ts";
+import { findKey, keyNotFound } from "../services/keys/keys.ts";
+import { keyUsage } from "../services/policy/key-usage.ts";
 import { authorizedScope, keyRef } from "./key-scope.ts";
 import { route, type Route } from "./route.ts";
 import { usageObject } from "./usage-schema.ts";

@@ -1,5 +1,5 @@
 import type { Context } from "../services/context.ts";
-import { deleteKey, getKey, keyShown, listKeys, provisionKey, updateKey } from "../services/keys.ts";
+import { deleteKey, getKey, keyShown, listKeys, provisionKey, updateKey } from "../services/keys/keys.ts";
 import { keyAuthor } from "./author.ts";
 import { eventsRoute, keyLifecycleRoutes, rotateSelfRoute } from "./key-lifecycle-routes.ts";
 import { keyCreditsRoutes } from "./key-credits-routes.ts";

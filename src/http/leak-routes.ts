@@ -3,7 +3,7 @@ import { AppError, badRequest } from "../domain/errors.ts";
 import { scanner } from "../domain/keys/key-event.ts";
 import { LEAK_REPORTS_MAX, type LeakReport } from "../domain/leaks/leak-report.ts";
 import type { Context } from "../services/context.ts";
-import { reportLeaks } from "../services/leaks.ts";
+import { reportLeaks } from "../services/leaks/leaks.ts";
 import { isJson, LARGE_BODY_LIMIT, limitText } from "./body.ts";
 import { adminReportsBody, githubReportsBody, leakLabelObject } from "./leak-schemas.ts";
 import { route, type Authenticator, type Route } from "./route.ts";

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Metrics } from "../services/metrics.ts";
+import type { Metrics } from "../services/operations/metrics.ts";
 import { sendError } from "./errors.ts";
 
 // The handler of the metrics port (KEYPLANE_METRICS_PORT, docs/operations.md "Metrics"): GET /metrics

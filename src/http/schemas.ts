@@ -5,7 +5,7 @@ import { keyNameSchema } from "../domain/keys/key-name.ts";
 import { KEY_TYPES } from "../domain/model.ts";
 import { LEVELS } from "../domain/scope/scope.ts";
 import { codePoints, TEXT, TEXT_RULE } from "../domain/text.ts";
-import { VERDICT_CODES } from "../services/verify.ts";
+import { VERDICT_CODES } from "../services/verification/verify.ts";
 import { COST, CREDITS_REMAINING } from "../domain/policy/policy.ts";
 import { parseAddress } from "../domain/policy/restrictions/cidr.ts";
 import { policyObject } from "./policy-schema.ts";

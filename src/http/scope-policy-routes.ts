@@ -2,7 +2,7 @@ import type { Request } from "express";
 import { forbidden } from "../domain/errors.ts";
 import { sameScope } from "../domain/scope/scope.ts";
 import type { Context } from "../services/context.ts";
-import { entityAt, entityCredits, entityPolicy, setEntityCredits, setEntityPolicy, type PolicedLevel } from "../services/policies.ts";
+import { entityAt, entityCredits, entityPolicy, setEntityCredits, setEntityPolicy, type PolicedLevel } from "../services/policy/policies.ts";
 import { BASES, nounOf } from "./key-bases.ts";
 import { authorizedScope, refuseRestricted } from "./key-scope.ts";
 import { creditsChange } from "./credits-change.ts";

@@ -1,5 +1,5 @@
 import type { RequestListener } from "node:http";
-import { restrictedMessage, verify } from "../services/authenticate.ts";
+import { restrictedMessage, verify } from "../services/verification/authenticate.ts";
 import type { Context } from "../services/context.ts";
 import { after, runNowOrLater } from "../services/maybe.ts";
 import type { StoredKey } from "../domain/model.ts";

@@ -5,7 +5,7 @@ import { COST } from "../domain/policy/policy.ts";
 import { isText } from "../domain/text.ts";
 import type { Context } from "../services/context.ts";
 import { after, runNowOrLater, type Maybe } from "../services/maybe.ts";
-import { verifyRequest, type Verdict } from "../services/verify.ts";
+import { verifyRequest, type Verdict } from "../services/verification/verify.ts";
 import { BODY_LIMIT } from "./body.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
 import { answerError, sendError } from "./errors.ts";

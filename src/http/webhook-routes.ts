@@ -4,10 +4,10 @@ import { parseId } from "../domain/scope/identifier.ts";
 import type { Scope } from "../domain/scope/scope.ts";
 import { WEBHOOKS_PER_SCOPE, type Webhook, type WebhookDelivery } from "../domain/webhooks/webhook.ts";
 import type { Context } from "../services/context.ts";
-import { resolveNamedScope } from "../services/named-scope.ts";
+import { resolveNamedScope } from "../services/directory/named-scope.ts";
 import {
   createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, updateWebhook, webhookNotFound, type DeliveryPage,
-} from "../services/webhooks.ts";
+} from "../services/webhooks/webhooks.ts";
 import { setNextLink } from "./key-list.ts";
 import { refuseRestricted } from "./key-scope.ts";
 import { route, type Route } from "./route.ts";

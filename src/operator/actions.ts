@@ -2,7 +2,7 @@
 import type { V1Secret } from "@kubernetes/client-node";
 import type { Policy } from "../domain/policy/policy.ts";
 import type { Scope } from "../domain/scope/scope.ts";
-import type { BalanceOnPolicy } from "../services/keys.ts";
+import type { BalanceOnPolicy } from "../services/keys/keys.ts";
 import type { ApiKeyStatus } from "./apikey.ts";
 import type { Workload } from "./workloads.ts";
 

@@ -3,7 +3,7 @@
 import type { V1Secret } from "@kubernetes/client-node";
 import { LEVELS, type Level, type Scope } from "../domain/scope/scope.ts";
 import { tokenHint } from "../domain/keys/token.ts";
-import type { NamedScope } from "../services/named-scope.ts";
+import type { NamedScope } from "../services/directory/named-scope.ts";
 import type { Action, EventSpec } from "./actions.ts";
 import type { ApiKey, EffectiveSpec, RotationStatus, SpecResult } from "./apikey.ts";
 import type { KeyRecord, KeyView, KeyWithToken } from "./keystore.ts";

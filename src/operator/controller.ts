@@ -7,7 +7,7 @@ import type { KubeConfig, V1DaemonSet, V1Deployment, V1Namespace, V1Secret, V1St
 import type { Logger } from "pino";
 import { errorFields } from "../domain/errors.ts";
 import type { Context } from "../services/context.ts";
-import type { Metrics } from "../services/metrics.ts";
+import type { Metrics } from "../services/operations/metrics.ts";
 import { API_VERSION, GROUP, KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, CRD_VERSION, type ApiKey } from "./apikey.ts";
 import { listenForManagedKeyChanges } from "./feed.ts";
 import type { ObjectCache } from "./gather.ts";

@@ -1,7 +1,7 @@
 // The key store's changes, as the database announces them (LISTEN/NOTIFY, on PostgreSQL and PGlite):
 // a key changed through REST names the ApiKey that manages it, which is then reconciled at once.
 import type { Context } from "../services/context.ts";
-import { onKeyChanges } from "../services/key-changes.ts";
+import { onKeyChanges } from "../services/keys/key-changes.ts";
 import { parseRef, type ObjectRef } from "./object-ref.ts";
 
 /**

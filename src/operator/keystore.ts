@@ -7,11 +7,11 @@ import type { Policy } from "../domain/policy/policy.ts";
 import { scopeOf, type Scope, type ScopeRefs } from "../domain/scope/scope.ts";
 import { tokenHint } from "../domain/keys/token.ts";
 import type { Context } from "../services/context.ts";
-import { rotateKey } from "../services/key-rotation.ts";
-import { deleteKey, findKey, provisionKey, unseal, updateKey, type BalanceOnPolicy, type KeyPatch } from "../services/keys.ts";
-import { getCustomer } from "../services/directory.ts";
-import { resolveNamedScope, type NamedScope } from "../services/named-scope.ts";
-import { claimKey, findKeyByName, findKeyEver, listManagedKeys, releaseKey } from "../services/managed-keys.ts";
+import { rotateKey } from "../services/keys/key-rotation.ts";
+import { deleteKey, findKey, provisionKey, unseal, updateKey, type BalanceOnPolicy, type KeyPatch } from "../services/keys/keys.ts";
+import { getCustomer } from "../services/directory/directory.ts";
+import { resolveNamedScope, type NamedScope } from "../services/directory/named-scope.ts";
+import { claimKey, findKeyByName, findKeyEver, listManagedKeys, releaseKey } from "../services/keys/managed-keys.ts";
 import type { CustomerNames } from "./namespace-binding.ts";
 
 /** A key as the operator sees it: no token. */

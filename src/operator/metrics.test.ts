@@ -2,7 +2,7 @@
 // conditions as gauges, and the leader gauge.
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../logging.ts";
-import { Metrics } from "../services/metrics.ts";
+import { Metrics } from "../services/operations/metrics.ts";
 import { countedReconcile } from "./controller.ts";
 import { LeaderElector, type LeaseApi } from "./leader.ts";
 

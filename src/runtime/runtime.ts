@@ -3,7 +3,7 @@ import { RUNTIME } from "../domain/keys/key-event.ts";
 import type { Key, Application } from "../domain/model.ts";
 import { applicationScope } from "../domain/scope/scope.ts";
 import type { Context } from "../services/context.ts";
-import { provisionKey } from "../services/keys.ts";
+import { provisionKey } from "../services/keys/keys.ts";
 
 // The voice-application runtime (docs/api.md, "Runtime"): when the platform runs an application it
 // provisions the application's runtime key and hands it over in a request header.

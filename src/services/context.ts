@@ -1,18 +1,18 @@
 import type { Logger } from "pino";
 import type { Sealer } from "../domain/seal.ts";
 import type { Database } from "../store/database.ts";
-import type { GithubKeys } from "./github-keys.ts";
+import type { GithubKeys } from "./leaks/github-keys.ts";
 import type { Migration } from "../store/migrate.ts";
-import type { KeyCache } from "./key-cache.ts";
-import type { KeyInserts } from "./key-inserts.ts";
-import type { LastUse } from "./last-use.ts";
-import type { LeakSettings } from "./leaks.ts";
-import type { Metrics } from "./metrics.ts";
-import type { PathScopeCache } from "./path-scope-cache.ts";
-import type { PolicyChains } from "./policy-chain.ts";
-import type { PolicyMeter } from "./policy-meter.ts";
-import type { Throttle } from "./throttle.ts";
-import type { WebhookSettings } from "./webhook-settings.ts";
+import type { KeyCache } from "./verification/key-cache.ts";
+import type { KeyInserts } from "./keys/key-inserts.ts";
+import type { LastUse } from "./verification/last-use.ts";
+import type { LeakSettings } from "./leaks/leaks.ts";
+import type { Metrics } from "./operations/metrics.ts";
+import type { PathScopeCache } from "./verification/path-scope-cache.ts";
+import type { PolicyChains } from "./policy/policy-chain.ts";
+import type { PolicyMeter } from "./policy/policy-meter.ts";
+import type { Throttle } from "./verification/throttle.ts";
+import type { WebhookSettings } from "./webhooks/webhook-settings.ts";
 
 /** What every use case runs with: injected, so tests control the clock and the store. */
 export interface Context {

@@ -5,7 +5,7 @@ import { ADMIN } from "../../src/domain/keys/key-event.ts";
 import { customerScope, type Scope } from "../../src/domain/scope/scope.ts";
 import { createSealer } from "../../src/domain/seal.ts";
 import { newToken, tokenHash } from "../../src/domain/keys/token.ts";
-import { KeyInserts, MAX_BATCH } from "../../src/services/key-inserts.ts";
+import { KeyInserts, MAX_BATCH } from "../../src/services/keys/key-inserts.ts";
 import type { Database, Queryable } from "../../src/store/database.ts";
 import { customerInsert } from "../../src/store/directory/directory.ts";
 import { eventListByKey } from "../../src/store/keys/key-events.ts";
