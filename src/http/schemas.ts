@@ -8,7 +8,7 @@ import { codePoints, TEXT, TEXT_RULE } from "../domain/text.ts";
 import { VERDICT_CODES } from "../services/verification/verify.ts";
 import { COST, CREDITS_REMAINING } from "../domain/policy/policy.ts";
 import { parseAddress } from "../domain/policy/restrictions/cidr.ts";
-import { policyObject } from "./policy-schema.ts";
+import { policyObject } from "./policy/policy-schema.ts";
 
 // Request schemas: they validate requests and, through /openapi.json, describe them, so a rule the
 // server checks is a rule the document states: one a schema cannot express (a time in the future) is

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseTrustedProxies } from "../../src/http/client-address.ts";
+import { parseTrustedProxies } from "../../src/http/verification/client-address.ts";
 import { usableKey } from "../../src/services/verification/authenticate.ts";
 import { Throttled } from "../../src/services/verification/throttle.ts";
 import { backends, openTestDatabase, type TestDatabase } from "../support/databases.ts";

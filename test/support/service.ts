@@ -6,7 +6,7 @@ import { createLogger } from "../../src/logging.ts";
 import type { KeyCacheOptions } from "../../src/services/verification/key-cache.ts";
 import type { ThrottleOptions } from "../../src/services/verification/throttle.ts";
 import type { PathScopeCacheOptions } from "../../src/services/verification/path-scope-cache.ts";
-import type { TrustedProxies } from "../../src/http/client-address.ts";
+import type { TrustedProxies } from "../../src/http/verification/client-address.ts";
 import { Conformance } from "./conformance.ts";
 import { openTestDatabase, type Backend, type TestDatabase } from "./databases.ts";
 import { openPostgres } from "../../src/store/postgres.ts";

@@ -1,8 +1,8 @@
-import type { Context } from "../services/context.ts";
-import { findKey, keyNotFound } from "../services/keys/keys.ts";
-import { keyUsage } from "../services/policy/key-usage.ts";
-import { authorizedScope, keyRef } from "./key-scope.ts";
-import { route, type Route } from "./route.ts";
+import type { Context } from "../../services/context.ts";
+import { findKey, keyNotFound } from "../../services/keys/keys.ts";
+import { keyUsage } from "../../services/policy/key-usage.ts";
+import { authorizedScope, keyRef } from "../keys/key-scope.ts";
+import { route, type Route } from "../route.ts";
 import { usageObject } from "./usage-schema.ts";
 
 // What a key has used of the limits and credits that bind it, at every level (docs/api.md, "Key

@@ -1,10 +1,10 @@
-import type { Context } from "../services/context.ts";
-import { keyCredits, setKeyCredits } from "../services/policy/policies.ts";
-import { keyAuthor } from "./author.ts";
+import type { Context } from "../../services/context.ts";
+import { keyCredits, setKeyCredits } from "../../services/policy/policies.ts";
+import { keyAuthor } from "../author.ts";
 import { creditsChange } from "./credits-change.ts";
-import { authorizedScope, keyRef } from "./key-scope.ts";
-import { route, type Route } from "./route.ts";
-import { creditsBody, creditsObject } from "./schemas.ts";
+import { authorizedScope, keyRef } from "../keys/key-scope.ts";
+import { route, type Route } from "../route.ts";
+import { creditsBody, creditsObject } from "../schemas.ts";
 
 // A key's own balance (docs/api.md, "Key policy"), under `{base}/{key-id}/credits`: read by whoever
 // may get the key, set or added to by whoever may PUT it, except the key itself.

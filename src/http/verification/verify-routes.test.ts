@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { verifyBody } from "./schemas.ts";
+import { verifyBody } from "../schemas.ts";
 import { plainVerifyBody } from "./verify-routes.ts";
 
 describe("plainVerifyBody", () => {

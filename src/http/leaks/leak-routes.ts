@@ -1,12 +1,12 @@
 import express, { type Request, type RequestHandler, type Router } from "express";
-import { AppError, badRequest } from "../domain/errors.ts";
-import { scanner } from "../domain/keys/key-event.ts";
-import { LEAK_REPORTS_MAX, type LeakReport } from "../domain/leaks/leak-report.ts";
-import type { Context } from "../services/context.ts";
-import { reportLeaks } from "../services/leaks/leaks.ts";
-import { isJson, LARGE_BODY_LIMIT, limitText } from "./body.ts";
+import { AppError, badRequest } from "../../domain/errors.ts";
+import { scanner } from "../../domain/keys/key-event.ts";
+import { LEAK_REPORTS_MAX, type LeakReport } from "../../domain/leaks/leak-report.ts";
+import type { Context } from "../../services/context.ts";
+import { reportLeaks } from "../../services/leaks/leaks.ts";
+import { isJson, LARGE_BODY_LIMIT, limitText } from "../body.ts";
 import { adminReportsBody, githubReportsBody, leakLabelObject } from "./leak-schemas.ts";
-import { route, type Authenticator, type Route } from "./route.ts";
+import { route, type Authenticator, type Route } from "../route.ts";
 
 // Leak reports (docs/leaks.md): GitHub's secret scanning partner program at /leaks/github, signed by
 // GitHub, and any other scanner through the admin at /admin/leaks. Both take bodies up to 1 MiB; GitHub's

@@ -1,16 +1,16 @@
-import type { Context } from "../services/context.ts";
-import { deleteKey, getKey, keyShown, listKeys, provisionKey, updateKey } from "../services/keys/keys.ts";
-import { keyAuthor } from "./author.ts";
+import type { Context } from "../../services/context.ts";
+import { deleteKey, getKey, keyShown, listKeys, provisionKey, updateKey } from "../../services/keys/keys.ts";
+import { keyAuthor } from "../author.ts";
 import { eventsRoute, keyLifecycleRoutes, rotateSelfRoute } from "./key-lifecycle-routes.ts";
-import { keyCreditsRoutes } from "./key-credits-routes.ts";
-import { keyUsageRoutes } from "./key-usage-routes.ts";
+import { keyCreditsRoutes } from "../policy/key-credits-routes.ts";
+import { keyUsageRoutes } from "../policy/key-usage-routes.ts";
 import { sendKeyList } from "./key-list.ts";
 import { authorizedScope, keyRef } from "./key-scope.ts";
 import { callerKey, keyJson } from "./present.ts";
-import { route, type Route } from "./route.ts";
-import { scopePolicyRoutes } from "./scope-policy-routes.ts";
+import { route, type Route } from "../route.ts";
+import { scopePolicyRoutes } from "../policy/scope-policy-routes.ts";
 import { BASES, nounOf, spellings } from "./key-bases.ts";
-import { keyObject, listQuery, provisionBody, updateBody } from "./schemas.ts";
+import { keyObject, listQuery, provisionBody, updateBody } from "../schemas.ts";
 
 /** A route under each spelling of its path: the others refer to it. */
 function aliases(r: Route): Route[] {

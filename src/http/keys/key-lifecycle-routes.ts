@@ -1,15 +1,15 @@
 import type { Request, Response } from "express";
-import type { KeyEvent } from "../domain/keys/key-event.ts";
-import type { Context } from "../services/context.ts";
-import { listEvents, listKeyEvents, type EventPage } from "../services/keys/key-events.ts";
-import { rotateKey } from "../services/keys/key-rotation.ts";
-import { keyShown } from "../services/keys/keys.ts";
-import { keyAuthor } from "./author.ts";
+import type { KeyEvent } from "../../domain/keys/key-event.ts";
+import type { Context } from "../../services/context.ts";
+import { listEvents, listKeyEvents, type EventPage } from "../../services/keys/key-events.ts";
+import { rotateKey } from "../../services/keys/key-rotation.ts";
+import { keyShown } from "../../services/keys/keys.ts";
+import { keyAuthor } from "../author.ts";
 import { setNextLink } from "./key-list.ts";
 import { authorizedScope, callerReach, keyRef } from "./key-scope.ts";
 import { eventJson, keyJson } from "./present.ts";
-import { route, type Route } from "./route.ts";
-import { eventObject, eventsQuery, keyEventsQuery, keyObject, rotateBody } from "./schemas.ts";
+import { route, type Route } from "../route.ts";
+import { eventObject, eventsQuery, keyEventsQuery, keyObject, rotateBody } from "../schemas.ts";
 
 // Rotation and events on the key paths (docs/api.md, "Lifecycle" and "Events").
 

@@ -1,8 +1,8 @@
-import type { Context } from "../services/context.ts";
-import { isReady } from "../services/operations/health.ts";
-import { sendError } from "./errors.ts";
-import { route, type Route } from "./route.ts";
-import { healthObject, openApiObject } from "./schemas.ts";
+import type { Context } from "../../services/context.ts";
+import { isReady } from "../../services/operations/health.ts";
+import { sendError } from "../errors.ts";
+import { route, type Route } from "../route.ts";
+import { healthObject, openApiObject } from "../schemas.ts";
 
 export function healthRoutes(ctx: Context, openapi: () => object): Route[] {
   return [

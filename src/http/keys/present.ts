@@ -1,11 +1,11 @@
-import { keyJson, keyJsonWithoutToken } from "../domain/keys/key-json.ts";
-import type { Key, StoredKey } from "../domain/model.ts";
-import type { Level } from "../domain/scope/scope.ts";
-import type { Principal } from "../services/verification/authenticate.ts";
+import { keyJson, keyJsonWithoutToken } from "../../domain/keys/key-json.ts";
+import type { Key, StoredKey } from "../../domain/model.ts";
+import type { Level } from "../../domain/scope/scope.ts";
+import type { Principal } from "../../services/verification/authenticate.ts";
 
 // Keys and events as the API shows them. The shapes themselves are domain/key-json.ts's, so that
 // webhook messages show keys and events exactly as the API does (docs/webhooks.md).
-export { eventJson, keyJson } from "../domain/keys/key-json.ts";
+export { eventJson, keyJson } from "../../domain/keys/key-json.ts";
 
 /** The caller's own key: it came with authentication, and its keyId is the token the caller presented. */
 export function callerKeyJson(principal: Principal): Record<string, unknown> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Key } from "../domain/model.ts";
+import type { Key } from "../../domain/model.ts";
 import { keyJsonText } from "./key-text.ts";
 import { keyJson } from "./present.ts";
 

@@ -1,15 +1,15 @@
 import type { RequestListener } from "node:http";
-import { restrictedMessage, verify } from "../services/verification/authenticate.ts";
-import type { Context } from "../services/context.ts";
-import { after, runNowOrLater } from "../services/maybe.ts";
-import type { StoredKey } from "../domain/model.ts";
-import { hasBody } from "./body.ts";
-import { answerError, BEARER_CHALLENGE, sendError, sendUnauthorized } from "./errors.ts";
-import { callerKeyJson } from "./present.ts";
+import { restrictedMessage, verify } from "../../services/verification/authenticate.ts";
+import type { Context } from "../../services/context.ts";
+import { after, runNowOrLater } from "../../services/maybe.ts";
+import type { StoredKey } from "../../domain/model.ts";
+import { hasBody } from "../body.ts";
+import { answerError, BEARER_CHALLENGE, sendError, sendUnauthorized } from "../errors.ts";
+import { callerKeyJson } from "../keys/present.ts";
 import type { TrustedProxies } from "./client-address.ts";
 import { keyPathRequest } from "./key-path-request.ts";
 import { jsonText, sendJsonText, type JsonText } from "./json-text.ts";
-import { echoRequestId, logWhenAnswered, requestId, type Answering } from "./request-log.ts";
+import { echoRequestId, logWhenAnswered, requestId, type Answering } from "../request-log.ts";
 
 // GET /keys/self is how clients check a key, and checking keys is what keyplane does most: it is
 // answered here, before express, from the verification cache (see docs/adr/0004). Everything else,

@@ -1,16 +1,16 @@
 import type { Request, Response } from "express";
-import { notFound } from "../domain/errors.ts";
-import { parseId } from "../domain/scope/identifier.ts";
-import type { Scope } from "../domain/scope/scope.ts";
-import { WEBHOOKS_PER_SCOPE, type Webhook, type WebhookDelivery } from "../domain/webhooks/webhook.ts";
-import type { Context } from "../services/context.ts";
-import { resolveNamedScope } from "../services/directory/named-scope.ts";
+import { notFound } from "../../domain/errors.ts";
+import { parseId } from "../../domain/scope/identifier.ts";
+import type { Scope } from "../../domain/scope/scope.ts";
+import { WEBHOOKS_PER_SCOPE, type Webhook, type WebhookDelivery } from "../../domain/webhooks/webhook.ts";
+import type { Context } from "../../services/context.ts";
+import { resolveNamedScope } from "../../services/directory/named-scope.ts";
 import {
   createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, updateWebhook, webhookNotFound, type DeliveryPage,
-} from "../services/webhooks/webhooks.ts";
-import { setNextLink } from "./key-list.ts";
-import { refuseRestricted } from "./key-scope.ts";
-import { route, type Route } from "./route.ts";
+} from "../../services/webhooks/webhooks.ts";
+import { setNextLink } from "../keys/key-list.ts";
+import { refuseRestricted } from "../keys/key-scope.ts";
+import { route, type Route } from "../route.ts";
 import {
   adminWebhookBody, deliveriesQuery, deliveryObject, newWebhookObject, webhookBody, webhookListQuery, webhookObject, webhookUpdateBody,
 } from "./webhook-schemas.ts";

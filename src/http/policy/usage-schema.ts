@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { timestamp } from "./schemas.ts";
+import { timestamp } from "../schemas.ts";
 
 // GET {base}/{key-id}/usage's answer (docs/api.md, "Key policy").
 const policyScope = z.enum(["key", "customer", "domain", "application", "subscriber"]);

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import type { KeyPathRequest } from "../services/verification/authenticate.ts";
+import type { KeyPathRequest } from "../../services/verification/authenticate.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
 
 /**

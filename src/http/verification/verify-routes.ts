@@ -1,19 +1,19 @@
 import type { RequestListener } from "node:http";
-import type { StoredKey } from "../domain/model.ts";
-import { parseAddress } from "../domain/policy/restrictions/cidr.ts";
-import { COST } from "../domain/policy/policy.ts";
-import { isText } from "../domain/text.ts";
-import type { Context } from "../services/context.ts";
-import { after, runNowOrLater, type Maybe } from "../services/maybe.ts";
-import { verifyRequest, type Verdict } from "../services/verification/verify.ts";
-import { BODY_LIMIT } from "./body.ts";
+import type { StoredKey } from "../../domain/model.ts";
+import { parseAddress } from "../../domain/policy/restrictions/cidr.ts";
+import { COST } from "../../domain/policy/policy.ts";
+import { isText } from "../../domain/text.ts";
+import type { Context } from "../../services/context.ts";
+import { after, runNowOrLater, type Maybe } from "../../services/maybe.ts";
+import { verifyRequest, type Verdict } from "../../services/verification/verify.ts";
+import { BODY_LIMIT } from "../body.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
-import { answerError, sendError } from "./errors.ts";
-import { verifiedKeyJson } from "./present.ts";
+import { answerError, sendError } from "../errors.ts";
+import { verifiedKeyJson } from "../keys/present.ts";
 import { jsonText, sendJsonText, type JsonText } from "./json-text.ts";
-import { echoRequestId, logWhenAnswered, requestId, type Answering } from "./request-log.ts";
-import { parse, route, type Route } from "./route.ts";
-import { VERIFY_IP_MAX, VERIFY_REFERRER_MAX, verdictObject, verifyBody } from "./schemas.ts";
+import { echoRequestId, logWhenAnswered, requestId, type Answering } from "../request-log.ts";
+import { parse, route, type Route } from "../route.ts";
+import { VERIFY_IP_MAX, VERIFY_REFERRER_MAX, verdictObject, verifyBody } from "../schemas.ts";
 
 // POST /verify: a verdict for a platform service on a token it was given (docs/api.md, "Verification").
 // The token travels in the body; the answer is 200 whatever the token, with the verdict's code.

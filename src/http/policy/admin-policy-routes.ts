@@ -1,9 +1,9 @@
 import type { Request } from "express";
-import type { Context } from "../services/context.ts";
-import { entityCredits, entityPolicy, setEntityCredits, setEntityPolicy, type Policed, type PolicedLevel } from "../services/policy/policies.ts";
+import type { Context } from "../../services/context.ts";
+import { entityCredits, entityPolicy, setEntityCredits, setEntityPolicy, type Policed, type PolicedLevel } from "../../services/policy/policies.ts";
 import { creditsChange } from "./credits-change.ts";
-import { route, type Route } from "./route.ts";
-import { creditsBody, creditsObject, policyBody } from "./schemas.ts";
+import { route, type Route } from "../route.ts";
+import { creditsBody, creditsObject, policyBody } from "../schemas.ts";
 
 // The directory's policies and balances through the admin API (docs/api.md, "Key policy"): the only
 // way to a customer's, and a way to every entity's. Unknown entities are 404, as elsewhere in /admin.

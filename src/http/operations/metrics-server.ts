@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Metrics } from "../services/operations/metrics.ts";
-import { sendError } from "./errors.ts";
+import type { Metrics } from "../../services/operations/metrics.ts";
+import { sendError } from "../errors.ts";
 
 // The handler of the metrics port (KEYPLANE_METRICS_PORT, docs/operations.md "Metrics"): GET /metrics
 // in Prometheus's text format, without authentication; anything else is a 404 with the JSON body.

@@ -1,9 +1,9 @@
 import type { Request } from "express";
-import { forbidden, unauthorized } from "../domain/errors.ts";
-import type { Reach } from "../domain/keys/lineage.ts";
-import { mayReach } from "../domain/scope/access.ts";
-import type { Scope, ScopeRefs } from "../domain/scope/scope.ts";
-import type { Context } from "../services/context.ts";
+import { forbidden, unauthorized } from "../../domain/errors.ts";
+import type { Reach } from "../../domain/keys/lineage.ts";
+import { mayReach } from "../../domain/scope/access.ts";
+import type { Scope, ScopeRefs } from "../../domain/scope/scope.ts";
+import type { Context } from "../../services/context.ts";
 
 /**
  * Load and authorize: the scope a request on a key path works in, its path's target, once the caller

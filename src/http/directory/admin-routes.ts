@@ -1,20 +1,20 @@
 import type { Request } from "express";
-import type { Customer, Domain } from "../domain/model.ts";
-import { customerScope } from "../domain/scope/scope.ts";
-import type { Context } from "../services/context.ts";
-import * as directory from "../services/directory/directory.ts";
-import { listEvents } from "../services/keys/key-events.ts";
-import { provisionKey } from "../services/keys/keys.ts";
-import { invoke, runtimeKey, type RuntimeOptions } from "../runtime/runtime.ts";
-import { adminPolicyRoutes } from "./admin-policy-routes.ts";
-import { adminAuthor } from "./author.ts";
-import { sendEventPage } from "./key-lifecycle-routes.ts";
-import { keyJson } from "./present.ts";
-import { route, type Route } from "./route.ts";
+import type { Customer, Domain } from "../../domain/model.ts";
+import { customerScope } from "../../domain/scope/scope.ts";
+import type { Context } from "../../services/context.ts";
+import * as directory from "../../services/directory/directory.ts";
+import { listEvents } from "../../services/keys/key-events.ts";
+import { provisionKey } from "../../services/keys/keys.ts";
+import { invoke, runtimeKey, type RuntimeOptions } from "../../runtime/runtime.ts";
+import { adminPolicyRoutes } from "../policy/admin-policy-routes.ts";
+import { adminAuthor } from "../author.ts";
+import { sendEventPage } from "../keys/key-lifecycle-routes.ts";
+import { keyJson } from "../keys/present.ts";
+import { route, type Route } from "../route.ts";
 import {
   applicationBody, applicationObject, customerBody, customerObject, domainBody, domainObject, eventObject, eventsQuery, invokeBody, keyObject, provisionBody,
   subscriberBody, subscriberObject, userBody, userObject, userWithKeyObject,
-} from "./schemas.ts";
+} from "../schemas.ts";
 
 // The admin API (docs/api.md, "Directory"): the platform's own operator keeps the directory. Unknown parents and
 // entities are 404 here; the admin token has already been checked.

@@ -1,13 +1,13 @@
 import type { Request } from "express";
-import { forbidden } from "../domain/errors.ts";
-import { sameScope } from "../domain/scope/scope.ts";
-import type { Context } from "../services/context.ts";
-import { entityAt, entityCredits, entityPolicy, setEntityCredits, setEntityPolicy, type PolicedLevel } from "../services/policy/policies.ts";
-import { BASES, nounOf } from "./key-bases.ts";
-import { authorizedScope, refuseRestricted } from "./key-scope.ts";
+import { forbidden } from "../../domain/errors.ts";
+import { sameScope } from "../../domain/scope/scope.ts";
+import type { Context } from "../../services/context.ts";
+import { entityAt, entityCredits, entityPolicy, setEntityCredits, setEntityPolicy, type PolicedLevel } from "../../services/policy/policies.ts";
+import { BASES, nounOf } from "../keys/key-bases.ts";
+import { authorizedScope, refuseRestricted } from "../keys/key-scope.ts";
 import { creditsChange } from "./credits-change.ts";
-import { route, type Route } from "./route.ts";
-import { creditsBody, creditsObject, policyBody } from "./schemas.ts";
+import { route, type Route } from "../route.ts";
+import { creditsBody, creditsObject, policyBody } from "../schemas.ts";
 
 // Entities' policies and balances on the key paths' scope grammar (docs/api.md, "Key policy"):
 // `{scope path}/policy` and `{scope path}/credits`, beside `{scope path}/keys`. Any key that may use the

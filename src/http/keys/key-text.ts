@@ -1,4 +1,4 @@
-import type { Key } from "../domain/model.ts";
+import type { Key } from "../../domain/model.ts";
 
 // A key's JSON written directly, for long lists: the same text as JSON.stringify(keyJson(key))
 // (present.ts, which stays the definition; key-text.test.ts holds the two together), without building

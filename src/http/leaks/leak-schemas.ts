@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { LEAK_REPORTS_MAX } from "../domain/leaks/leak-report.ts";
-import { text } from "./schemas.ts";
+import { LEAK_REPORTS_MAX } from "../../domain/leaks/leak-report.ts";
+import { text } from "../schemas.ts";
 
 // Leak reports (docs/leaks.md), as GitHub's secret scanning and other scanners send them, and the
 // answer. Any text is a token to look at (most are not keyplane's, and are answered false_positive);

@@ -1,11 +1,11 @@
 import { z } from "zod";
-import { compilePolicy } from "../domain/policy/compile.ts";
+import { compilePolicy } from "../../domain/policy/compile.ts";
 import {
   CREDITS_REMAINING, LEAK_POLICIES, LIST_ENTRIES, METHOD, RATELIMIT_LIMIT, RATELIMIT_NAME, RATELIMITS_MAX, REFILL_AMOUNT, REFILL_DAY, WINDOW_SECONDS,
   type Policy,
-} from "../domain/policy/policy.ts";
-import { IP_ENTRY, PATH_ENTRY, REFERRER_ENTRY } from "../domain/policy/restrictions/entry-patterns.ts";
-import { TEXT, TEXT_RULE } from "../domain/text.ts";
+} from "../../domain/policy/policy.ts";
+import { IP_ENTRY, PATH_ENTRY, REFERRER_ENTRY } from "../../domain/policy/restrictions/entry-patterns.ts";
+import { TEXT, TEXT_RULE } from "../../domain/text.ts";
 
 // A policy (docs/api.md, "Key policy"), as requests give it and answers show it. The schema states
 // what a schema can (types, bounds, patterns, no unknown field), so that /openapi.json says it: the

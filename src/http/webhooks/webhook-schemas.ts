@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { DELIVERY_STATES, WEBHOOK_TYPES } from "../domain/webhooks/webhook.ts";
-import { WEBHOOK_URL_MAX } from "../domain/webhooks/webhook-url.ts";
-import { listQuery, text } from "./schemas.ts";
+import { DELIVERY_STATES, WEBHOOK_TYPES } from "../../domain/webhooks/webhook.ts";
+import { WEBHOOK_URL_MAX } from "../../domain/webhooks/webhook-url.ts";
+import { listQuery, text } from "../schemas.ts";
 
 // Webhooks' requests and answers (docs/webhooks.md). What a schema cannot state (an address a name
 // resolves to, http without KEYPLANE_WEBHOOK_ALLOW_HTTP) the url's description says.
