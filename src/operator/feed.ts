@@ -2,7 +2,7 @@
 // a key changed through REST names the ApiKey that manages it, which is then reconciled at once.
 import type { Context } from "../services/context.ts";
 import { onKeyChanges } from "../services/keys/key-changes.ts";
-import { parseRef, type ObjectRef } from "./object-ref.ts";
+import { parseRef, type ObjectRef } from "./resource/object-ref.ts";
 
 /**
  * Calls `onChanged` with the ApiKey that manages each changed key, and `onMissed` whenever

@@ -5,13 +5,13 @@ import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node
 import type { Logger } from "pino";
 import type { OperatorConfig } from "../config.ts";
 import type { Context } from "../services/context.ts";
-import { GROUP, PLURAL, CRD_VERSION } from "./apikey.ts";
-import { reuseConnections } from "./connections.ts";
+import { GROUP, PLURAL, CRD_VERSION } from "./resource/apikey.ts";
+import { reuseConnections } from "./kube/connections.ts";
 import { startController, type Controller, type ControllerStats } from "./controller.ts";
-import { apiErrorText } from "./kube-api.ts";
-import { leaseApiFor, LeaderElector } from "./leader.ts";
-import { formatRef } from "./object-ref.ts";
-import type { BackoffOptions } from "./queue.ts";
+import { apiErrorText } from "./kube/kube-api.ts";
+import { leaseApiFor, LeaderElector } from "./kube/leader.ts";
+import { formatRef } from "./resource/object-ref.ts";
+import type { BackoffOptions } from "./kube/queue.ts";
 
 export interface RunningOperator {
   stop(): Promise<void>;

@@ -2,7 +2,7 @@
 // claims on keys (managed_by) that make KeyConflict and adoption safe under races.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Scope } from "../../src/domain/scope/scope.ts";
-import { keyStoreFor, type KeyStore } from "../../src/operator/keystore.ts";
+import { keyStoreFor, type KeyStore } from "../../src/operator/reconcile/keystore.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";
 

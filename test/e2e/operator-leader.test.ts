@@ -3,7 +3,7 @@
 // leader stops renewing.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { leaseApiFor, LeaderElector, type LeaderElectionOptions } from "../../src/operator/leader.ts";
+import { leaseApiFor, LeaderElector, type LeaderElectionOptions } from "../../src/operator/kube/leader.ts";
 import { createLogger } from "../../src/logging.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
 import { FaultProxy } from "../support/fault-proxy.ts";

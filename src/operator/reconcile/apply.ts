@@ -3,10 +3,10 @@
 // reconciler decides what then.
 import type { Logger } from "pino";
 import { describeAction, type Action } from "./actions.ts";
-import { FINALIZER, type ApiKey } from "./apikey.ts";
-import { apiErrorText, type KubeApi } from "./kube-api.ts";
+import { FINALIZER, type ApiKey } from "../resource/apikey.ts";
+import { apiErrorText, type KubeApi } from "../kube/kube-api.ts";
 import type { KeyStore } from "./keystore.ts";
-import { formatRef, refOf } from "./object-ref.ts";
+import { formatRef, refOf } from "../resource/object-ref.ts";
 
 export interface ApplyDeps {
   store: KeyStore;

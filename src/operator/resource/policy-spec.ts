@@ -3,12 +3,12 @@
 // map list keyed by name can say. The rest (addresses, CIDRs, referrer and path patterns) is the
 // domain's compilePolicy, run as the refinement: resolveSpec reports its reason as InvalidSpec.
 import { z } from "zod";
-import { compilePolicy } from "../domain/policy/compile.ts";
+import { compilePolicy } from "../../domain/policy/compile.ts";
 import {
   CREDITS_REMAINING, LEAK_POLICIES, LIST_ENTRIES, METHOD, RATELIMIT_LIMIT, RATELIMIT_NAME, RATELIMITS_MAX, REFILL_AMOUNT, REFILL_DAY, WINDOW_SECONDS,
   type Policy,
-} from "../domain/policy/policy.ts";
-import { isText, TEXT_RULE } from "../domain/text.ts";
+} from "../../domain/policy/policy.ts";
+import { isText, TEXT_RULE } from "../../domain/text.ts";
 
 /** How long one entry of a list may be: as the REST API takes it (http/policy-schema.ts). */
 const ENTRY_MAX = 2048;

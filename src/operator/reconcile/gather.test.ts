@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { Scope } from "../domain/scope/scope.ts";
-import { API_VERSION, KIND, type ApiKey, type ApiKeyStatus } from "./apikey.ts";
+import type { Scope } from "../../domain/scope/scope.ts";
+import { API_VERSION, KIND, type ApiKey, type ApiKeyStatus } from "../resource/apikey.ts";
 import { gather, type GatherDeps } from "./gather.ts";
-import type { KubeApi } from "./kube-api.ts";
+import type { KubeApi } from "../kube/kube-api.ts";
 import type { KeyRecord, KeyStore, KeyWithToken } from "./keystore.ts";
 
 // What gather reads of the key store to see a rotation made elsewhere: the chain of replacements from

@@ -1,16 +1,16 @@
 // What plan's checks are made of (plan.ts): the facts they read, the decision each may reach, and the
 // small helpers that word their events and conditions. Pure.
 import type { V1Secret } from "@kubernetes/client-node";
-import { LEVELS, type Level, type Scope } from "../domain/scope/scope.ts";
-import { tokenHint } from "../domain/keys/token.ts";
-import type { NamedScope } from "../services/directory/named-scope.ts";
+import { LEVELS, type Level, type Scope } from "../../domain/scope/scope.ts";
+import { tokenHint } from "../../domain/keys/token.ts";
+import type { NamedScope } from "../../services/directory/named-scope.ts";
 import type { Action, EventSpec } from "./actions.ts";
-import type { ApiKey, EffectiveSpec, RotationStatus, SpecResult } from "./apikey.ts";
+import type { ApiKey, EffectiveSpec, RotationStatus, SpecResult } from "../resource/apikey.ts";
 import type { KeyRecord, KeyView, KeyWithToken } from "./keystore.ts";
-import type { CustomerNames, NamespaceBinding } from "./namespace-binding.ts";
-import { formatRef } from "./object-ref.ts";
-import type { Readiness } from "./status.ts";
-import type { Workload } from "./workloads.ts";
+import type { CustomerNames, NamespaceBinding } from "../resource/namespace-binding.ts";
+import { formatRef } from "../resource/object-ref.ts";
+import type { Readiness } from "../resource/status.ts";
+import type { Workload } from "../rotation/workloads.ts";
 
 export interface PlanInput {
   apiKey: ApiKey;

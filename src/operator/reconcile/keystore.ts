@@ -1,18 +1,18 @@
 // The operator's port onto the key service: what gather reads and apply changes in the key store,
 // through the same use cases as the REST API (idempotent provisioning, cache invalidation).
-import { AppError } from "../domain/errors.ts";
-import { operator } from "../domain/keys/key-event.ts";
-import type { KeyType, StoredKey } from "../domain/model.ts";
-import type { Policy } from "../domain/policy/policy.ts";
-import { scopeOf, type Scope, type ScopeRefs } from "../domain/scope/scope.ts";
-import { tokenHint } from "../domain/keys/token.ts";
-import type { Context } from "../services/context.ts";
-import { rotateKey } from "../services/keys/key-rotation.ts";
-import { deleteKey, findKey, provisionKey, unseal, updateKey, type BalanceOnPolicy, type KeyPatch } from "../services/keys/keys.ts";
-import { getCustomer } from "../services/directory/directory.ts";
-import { resolveNamedScope, type NamedScope } from "../services/directory/named-scope.ts";
-import { claimKey, findKeyByName, findKeyEver, listManagedKeys, releaseKey } from "../services/keys/managed-keys.ts";
-import type { CustomerNames } from "./namespace-binding.ts";
+import { AppError } from "../../domain/errors.ts";
+import { operator } from "../../domain/keys/key-event.ts";
+import type { KeyType, StoredKey } from "../../domain/model.ts";
+import type { Policy } from "../../domain/policy/policy.ts";
+import { scopeOf, type Scope, type ScopeRefs } from "../../domain/scope/scope.ts";
+import { tokenHint } from "../../domain/keys/token.ts";
+import type { Context } from "../../services/context.ts";
+import { rotateKey } from "../../services/keys/key-rotation.ts";
+import { deleteKey, findKey, provisionKey, unseal, updateKey, type BalanceOnPolicy, type KeyPatch } from "../../services/keys/keys.ts";
+import { getCustomer } from "../../services/directory/directory.ts";
+import { resolveNamedScope, type NamedScope } from "../../services/directory/named-scope.ts";
+import { claimKey, findKeyByName, findKeyEver, listManagedKeys, releaseKey } from "../../services/keys/managed-keys.ts";
+import type { CustomerNames } from "../resource/namespace-binding.ts";
 
 /** A key as the operator sees it: no token. */
 export interface KeyView {

@@ -1,12 +1,12 @@
 // The rotation steps of plan (docs/operator.md, "Rotation"): a rotation made elsewhere followed, one
 // started, made by the key store, and finished (restarts, then the replaced key retired). Each step
 // starts from what it reads, so a rotation stopped anywhere is finished by the next reconcile. Pure.
-import { tokenHint } from "../domain/keys/token.ts";
-import type { EventSpec } from "./actions.ts";
-import { DEFAULT_GRACE_PERIOD_MS, ROTATE_ANNOTATION, type ApiKey, type RotationStatus } from "./apikey.ts";
-import { normal, provisioned, secretRef, type Check, type Facts, type Keyed } from "./check.ts";
+import { tokenHint } from "../../domain/keys/token.ts";
+import type { EventSpec } from "../reconcile/actions.ts";
+import { DEFAULT_GRACE_PERIOD_MS, ROTATE_ANNOTATION, type ApiKey, type RotationStatus } from "../resource/apikey.ts";
+import { normal, provisioned, secretRef, type Check, type Facts, type Keyed } from "../reconcile/check.ts";
 import { decideRotation, nextRotationAt, type RotationDecision } from "./rotation.ts";
-import { kubeTime } from "./status.ts";
+import { kubeTime } from "../resource/status.ts";
 import { describeWorkload, restartsFor, type Restarts, type Workload } from "./workloads.ts";
 
 /**

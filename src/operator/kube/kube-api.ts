@@ -2,10 +2,10 @@
 import { randomBytes } from "node:crypto";
 import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { CoreV1Event, KubeConfig, V1Namespace, V1Secret } from "@kubernetes/client-node";
-import type { EventSpec } from "./actions.ts";
-import { GROUP, PLURAL, CRD_VERSION, type ApiKey, type ApiKeyStatus, type RotationStatus } from "./apikey.ts";
-import type { ObjectRef } from "./object-ref.ts";
-import { restartedAt, restartPatch, type Workload } from "./workloads.ts";
+import type { EventSpec } from "../reconcile/actions.ts";
+import { GROUP, PLURAL, CRD_VERSION, type ApiKey, type ApiKeyStatus, type RotationStatus } from "../resource/apikey.ts";
+import type { ObjectRef } from "../resource/object-ref.ts";
+import { restartedAt, restartPatch, type Workload } from "../rotation/workloads.ts";
 
 export interface KubeApi {
   readApiKey(ref: ObjectRef): Promise<ApiKey | undefined>;

@@ -1,14 +1,14 @@
 import type { V1Secret } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import type { Scope } from "../domain/scope/scope.ts";
+import type { Scope } from "../../domain/scope/scope.ts";
 import type { Action, ActionType } from "./actions.ts";
-import { API_VERSION, FINALIZER, KIND, MANAGED_BY_LABEL, resolveSpec, type ApiKey, type ApiKeySpecInput, type ApiKeyStatus } from "./apikey.ts";
+import { API_VERSION, FINALIZER, KIND, MANAGED_BY_LABEL, resolveSpec, type ApiKey, type ApiKeySpecInput, type ApiKeyStatus } from "../resource/apikey.ts";
 import type { KeyRecord, KeyView, KeyWithToken } from "./keystore.ts";
-import type { CustomerNames, NamespaceBinding } from "./namespace-binding.ts";
+import type { CustomerNames, NamespaceBinding } from "../resource/namespace-binding.ts";
 import { failurePlan, plan, type Next, type Plan, type PlanInput } from "./plan.ts";
-import { desiredSecret } from "./secret.ts";
-import type { ReadyReason } from "./status.ts";
-import type { Workload } from "./workloads.ts";
+import { desiredSecret } from "../resource/secret.ts";
+import type { ReadyReason } from "../resource/status.ts";
+import type { Workload } from "../rotation/workloads.ts";
 
 const NOW = new Date("2025-05-01T12:00:00.250Z");
 const EARLIER = "2025-04-30T08:00:00Z";

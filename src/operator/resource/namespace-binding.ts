@@ -2,7 +2,7 @@
 // (docs/operator.md, "Namespaces and customers"). Setting a Namespace's annotations takes cluster-level
 // rights that a namespace's own editors lack, so the right to create ApiKeys in a namespace is not the
 // right to every customer's keys. Pure: gather reads the annotation and the customers, plan decides.
-import { parseNamed } from "../domain/scope/identifier.ts";
+import { parseNamed } from "../../domain/scope/identifier.ts";
 
 export const CUSTOMERS_ANNOTATION = "keyplane.dev/customers";
 

@@ -1,12 +1,12 @@
 // reconcile: gather -> plan -> apply for one ApiKey, until its plan settles. Level-based: it looks at
 // how things are, never at what event brought it here, so running it again is always safe.
-import { AppError } from "../domain/errors.ts";
+import { AppError } from "../../domain/errors.ts";
 import { ActionFailed, apply, type ApplyDeps } from "./apply.ts";
 import { gather, type GatherDeps, type GatherOptions } from "./gather.ts";
-import { apiStatusCode } from "./kube-api.ts";
-import { formatRef, type ObjectRef } from "./object-ref.ts";
+import { apiStatusCode } from "../kube/kube-api.ts";
+import { formatRef, type ObjectRef } from "../resource/object-ref.ts";
 import { failurePlan, plan, type PlanInput } from "./plan.ts";
-import type { ProcessResult } from "./queue.ts";
+import type { ProcessResult } from "../kube/queue.ts";
 
 export type ReconcilerDeps = GatherDeps & ApplyDeps;
 

@@ -6,9 +6,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CoordinationV1Api, V1MicroTime } from "@kubernetes/client-node";
 import type { KubeConfig, V1Lease } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { Metrics } from "../services/operations/metrics.ts";
+import type { Metrics } from "../../services/operations/metrics.ts";
 import { apiErrorText, apiStatusCode } from "./kube-api.ts";
-import { formatRef } from "./object-ref.ts";
+import { formatRef } from "../resource/object-ref.ts";
 
 /** The Lease calls leader election makes: the API server's, or a test's own. */
 export interface LeaseApi {

@@ -3,7 +3,7 @@
 // reconcile as slow as there are Secrets (docs/operator.md, "Scale").
 import type { V1Secret } from "@kubernetes/client-node";
 import type { ChangeType } from "./informer.ts";
-import { formatRef, refOf } from "./object-ref.ts";
+import { formatRef, refOf } from "../resource/object-ref.ts";
 
 export class OwnerIndex {
   /** owner uid -> "namespace/name" -> Secret */

@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 // js-yaml parses the committed file as kubectl would, without the client's model in between.
 import { load } from "js-yaml";
-import { CRD_FILES } from "../cli/crd.ts";
+import { CRD_FILES } from "../../cli/crd.ts";
 import { scopeRules } from "./apikey.ts";
 import { GO_DURATION_PATTERN } from "./duration.ts";
 import { buildCrd, crdYaml, toStructural } from "./crd.ts";

@@ -1,6 +1,6 @@
 // The rotation decision of an ApiKey (docs/operator.md, "Rotation"): whether to rotate now, to record a
 // request without rotating, to retire the replaced key, or to wait until when. Pure.
-import type { EffectiveRotation, RotationStatus } from "./apikey.ts";
+import type { EffectiveRotation, RotationStatus } from "../resource/apikey.ts";
 
 export interface RotationInput {
   /** spec.rotation, resolved; undefined when the spec asks for none. */

@@ -2,19 +2,19 @@
 // input. Each step is a small named check in an ordered list; the first to reach a decision ends the
 // list, and the checks before it may have added actions.
 import type { V1Secret } from "@kubernetes/client-node";
-import { sameScope } from "../domain/scope/scope.ts";
-import { tokenHint } from "../domain/keys/token.ts";
+import { sameScope } from "../../domain/scope/scope.ts";
+import { tokenHint } from "../../domain/keys/token.ts";
 import type { Action } from "./actions.ts";
-import { FINALIZER, type ApiKey, type ApiKeyStatus, type DeletionPolicy, type EffectiveRotation, type RotationStatus } from "./apikey.ts";
+import { FINALIZER, type ApiKey, type ApiKeyStatus, type DeletionPolicy, type EffectiveRotation, type RotationStatus } from "../resource/apikey.ts";
 import { normal, notReady, provisioned, scopeText, secretRef, type Check, type Decision, type Facts, type PlanInput } from "./check.ts";
 import type { KeyView, KeyWithToken } from "./keystore.ts";
-import { allowsCustomer, allowsKeysOf, notAllowedMessage } from "./namespace-binding.ts";
-import { formatRef, refOf } from "./object-ref.ts";
-import { finishesRotation, followsRotationMadeElsewhere, retiresNow, rotatesKey, rotationDecision, startsRotation } from "./plan-rotation.ts";
-import { resetsBalance } from "./policy-spec.ts";
-import { nextRotationAt } from "./rotation.ts";
-import { desiredSecret, isOwnedBy, secretChange, secretReplacement } from "./secret.ts";
-import { conditions, kubeTime, readyConditionOf, sameJson } from "./status.ts";
+import { allowsCustomer, allowsKeysOf, notAllowedMessage } from "../resource/namespace-binding.ts";
+import { formatRef, refOf } from "../resource/object-ref.ts";
+import { finishesRotation, followsRotationMadeElsewhere, retiresNow, rotatesKey, rotationDecision, startsRotation } from "../rotation/plan-rotation.ts";
+import { resetsBalance } from "../resource/policy-spec.ts";
+import { nextRotationAt } from "../rotation/rotation.ts";
+import { desiredSecret, isOwnedBy, secretChange, secretReplacement } from "../resource/secret.ts";
+import { conditions, kubeTime, readyConditionOf, sameJson } from "../resource/status.ts";
 
 export type { PlanInput };
 

@@ -1,6 +1,6 @@
 import { ApiException, type V1Lease } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
-import { createLogger } from "../logging.ts";
+import { createLogger } from "../../logging.ts";
 import { LeaderElector, type ElectionClock, type LeaseApi } from "./leader.ts";
 
 // Leader election on a fake clock against a Lease store that behaves as the API server does: each

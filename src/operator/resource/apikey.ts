@@ -1,11 +1,11 @@
 // The ApiKey custom resource (docs/operator.md): its names, the zod schemas of spec and status, the types of
 // the whole object, and the effective values of a spec. crd.ts turns these schemas into the CRD.
 import { z } from "zod";
-import { keyNameSchema } from "../domain/keys/key-name.ts";
+import { keyNameSchema } from "../../domain/keys/key-name.ts";
 import type { V1ObjectMeta } from "@kubernetes/client-node";
-import type { KeyType } from "../domain/model.ts";
-import type { ScopeRefs } from "../domain/scope/scope.ts";
-import type { Policy } from "../domain/policy/policy.ts";
+import type { KeyType } from "../../domain/model.ts";
+import type { ScopeRefs } from "../../domain/scope/scope.ts";
+import type { Policy } from "../../domain/policy/policy.ts";
 import { GO_DURATION_PATTERN, parseGoDuration } from "./duration.ts";
 import { policySpecSchema } from "./policy-spec.ts";
 

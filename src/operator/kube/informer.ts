@@ -4,7 +4,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeConfig, V1ObjectMeta } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { formatRef, refOf } from "./object-ref.ts";
+import { formatRef, refOf } from "../resource/object-ref.ts";
 import { backoffDelay, type BackoffOptions } from "./queue.ts";
 import { watchOnce, type WatchEvent } from "./watch.ts";
 

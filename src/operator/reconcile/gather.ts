@@ -1,13 +1,13 @@
 // gather: reads what plan needs to know about one ApiKey: the resource, its namespace's binding, its
 // Secret, the stored key.
 import type { V1Namespace, V1Secret } from "@kubernetes/client-node";
-import { resolveSpec, type ApiKey, type SpecResult } from "./apikey.ts";
-import type { KubeApi } from "./kube-api.ts";
-import { namespaceBinding, type CustomerNames, type NamespaceBinding } from "./namespace-binding.ts";
-import { formatRef, refOf, type ObjectRef } from "./object-ref.ts";
+import { resolveSpec, type ApiKey, type SpecResult } from "../resource/apikey.ts";
+import type { KubeApi } from "../kube/kube-api.ts";
+import { namespaceBinding, type CustomerNames, type NamespaceBinding } from "../resource/namespace-binding.ts";
+import { formatRef, refOf, type ObjectRef } from "../resource/object-ref.ts";
 import type { KeyRecord, KeyStore, KeyView, KeyWithToken } from "./keystore.ts";
 import type { PlanInput } from "./plan.ts";
-import type { Workload } from "./workloads.ts";
+import type { Workload } from "../rotation/workloads.ts";
 
 /** What the informers hold: the ApiKeys, the Namespaces, the Secrets labelled as keyplane's, the apps workloads. */
 export interface ObjectCache {

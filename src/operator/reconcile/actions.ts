@@ -1,10 +1,10 @@
 // What a plan asks apply to do, in order. Plain data: plan makes them, apply carries them out.
 import type { V1Secret } from "@kubernetes/client-node";
-import type { Policy } from "../domain/policy/policy.ts";
-import type { Scope } from "../domain/scope/scope.ts";
-import type { BalanceOnPolicy } from "../services/keys/keys.ts";
-import type { ApiKeyStatus } from "./apikey.ts";
-import type { Workload } from "./workloads.ts";
+import type { Policy } from "../../domain/policy/policy.ts";
+import type { Scope } from "../../domain/scope/scope.ts";
+import type { BalanceOnPolicy } from "../../services/keys/keys.ts";
+import type { ApiKeyStatus } from "../resource/apikey.ts";
+import type { Workload } from "../rotation/workloads.ts";
 
 /** A Kubernetes Event to record on the ApiKey once its action has succeeded. */
 export interface EventSpec {
