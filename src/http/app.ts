@@ -3,7 +3,13 @@ import "./request.ts";
 import { unauthorized } from "../domain/errors.ts";
 import { authenticate } from "../services/verification/authenticate.ts";
 import type { RuntimeOptions } from "../runtime/runtime.ts";
-import type { Context } from "../services/context.ts";
+import type { DirectoryNeeds } from "../services/directory/needs.ts";
+import type { KeysNeeds } from "../services/keys/needs.ts";
+import type { LeaksNeeds } from "../services/leaks/needs.ts";
+import type { OperationsNeeds } from "../services/operations/needs.ts";
+import type { PolicyNeeds } from "../services/policy/needs.ts";
+import type { VerificationNeeds } from "../services/verification/needs.ts";
+import type { WebhooksNeeds } from "../services/webhooks/needs.ts";
 import { adminRoutes } from "./directory/admin-routes.ts";
 import { BODY_LIMIT, hasBody, isJson } from "./body.ts";
 import { isAdminToken } from "./admin-token.ts";
@@ -32,7 +38,13 @@ export interface AppOptions {
 }
 
 
-export function createApp(ctx: Context, options: AppOptions): express.Express {
+/**
+ * The app mounts every room's routes, so it takes what each of them needs; each route factory is
+ * handed this one object and reads only its own rooms' part of it.
+ */
+export type AppNeeds = KeysNeeds & VerificationNeeds & PolicyNeeds & WebhooksNeeds & LeaksNeeds & DirectoryNeeds & OperationsNeeds;
+
+export function createApp(ctx: AppNeeds, options: AppOptions): express.Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);

@@ -6,7 +6,7 @@ import { AppsV1Api, CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node"
 import type { KubeConfig, V1DaemonSet, V1Deployment, V1Namespace, V1Secret, V1StatefulSet } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { errorFields } from "../domain/errors.ts";
-import type { Context } from "../services/context.ts";
+
 import type { Metrics } from "../services/operations/metrics.ts";
 import { API_VERSION, GROUP, KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, CRD_VERSION, type ApiKey } from "./resource/apikey.ts";
 import { listenForManagedKeyChanges } from "./feed.ts";
@@ -14,7 +14,7 @@ import type { ObjectCache } from "./reconcile/gather.ts";
 import { Informer, type InformerOptions, type KubeObject, type ListPage } from "./kube/informer.ts";
 import { apiErrorText, kubeApiFor } from "./kube/kube-api.ts";
 import { formatRef, parseRef, refOf, type ObjectRef } from "./resource/object-ref.ts";
-import { keyStoreFor } from "./reconcile/keystore.ts";
+import { keyStoreFor, type KeyStoreNeeds } from "./reconcile/keystore.ts";
 import { CUSTOMERS_ANNOTATION } from "./resource/namespace-binding.ts";
 import { OwnerIndex } from "./kube/owner-index.ts";
 import { backoffDelay, WorkQueue, type BackoffOptions, type ProcessResult } from "./kube/queue.ts";
@@ -22,7 +22,7 @@ import { reconcile } from "./reconcile/reconciler.ts";
 import type { Workload } from "./rotation/workloads.ts";
 
 export interface ControllerOptions {
-  ctx: Context;
+  ctx: KeyStoreNeeds;
   kubeConfig: KubeConfig;
   log: Logger;
   /** This replica, as events report it. */

@@ -5,7 +5,7 @@ import { StoreUnavailable } from "../../src/domain/errors.ts";
 import type { AuthGateway } from "../../src/http/verification/auth-gateway.ts";
 import { AuthHandler, headerText } from "../../src/http/verification/auth-routes.ts";
 import { parseTrustedProxies } from "../../src/http/verification/client-address.ts";
-import type { Context } from "../../src/services/context.ts";
+import type { VerificationNeeds } from "../../src/services/verification/needs.ts";
 import { KeyCache } from "../../src/services/verification/key-cache.ts";
 import { Throttle } from "../../src/services/verification/throttle.ts";
 import type { Queryable } from "../../src/store/database.ts";
@@ -211,7 +211,7 @@ describe("/auth when the database cannot be reached", () => {
   it("answers 503 unavailable with the JSON body", async () => {
     const down = { query: () => Promise.reject(new StoreUnavailable("test")) } as unknown as Queryable;
     const logs: string[] = [];
-    const ctx = { keyCache: new KeyCache(down), throttle: new Throttle({ failuresPerMinute: 60 }), clock: () => new Date(), log: captureLogger(logs) } as unknown as Context;
+    const ctx = { keyCache: new KeyCache(down), throttle: new Throttle({ failuresPerMinute: 60 }), clock: () => new Date(), log: captureLogger(logs) } as unknown as VerificationNeeds;
     const handler = new AuthHandler(ctx, parseTrustedProxies(""), "nginx");
     const res = await supertest(handler.inFrontOf((_req, res) => res.end())).get("/auth").set("Authorization", `Bearer XI${"A".repeat(32)}`).set("X-Original-URI", "/calls");
     expect(res.status).toBe(503);

@@ -13,7 +13,7 @@ import {
 } from "../../src/store/keys/keys.ts";
 import { ADMIN } from "../../src/domain/keys/key-event.ts";
 import { loadMigrations, migrate, migrationsApplied } from "../../src/store/migrate.ts";
-import { KEYS_CHANNEL, parseKeyChange } from "../../src/store/keys/key-changes.ts";
+import { KEYS_CHANNEL, parseKeyChange } from "../../src/store/keys/key-change.ts";
 import { DIRECTORY_CHANNEL } from "../../src/store/directory/directory-changes.ts";
 import type { Scope } from "../../src/domain/scope/scope.ts";
 import { backends, openTestDatabase, type TestDatabase } from "../support/databases.ts";

@@ -1,7 +1,9 @@
 import type { Request } from "express";
 import type { Customer, Domain } from "../../domain/model.ts";
 import { customerScope } from "../../domain/scope/scope.ts";
-import type { Context } from "../../services/context.ts";
+import type { DirectoryNeeds } from "../../services/directory/needs.ts";
+import type { KeysNeeds } from "../../services/keys/needs.ts";
+import type { PolicyNeeds } from "../../services/policy/needs.ts";
 import * as directory from "../../services/directory/directory.ts";
 import { listEvents } from "../../services/keys/key-events.ts";
 import { provisionKey } from "../../services/keys/keys.ts";
@@ -27,7 +29,7 @@ const tag = "admin";
 
 const param = (req: Request, name: string) => String(req.params[name]);
 
-export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
+export function adminRoutes(ctx: DirectoryNeeds & KeysNeeds & PolicyNeeds, runtime: RuntimeOptions): Route[] {
   const customer = (req: Request) => directory.getCustomer(ctx, param(req, "customer"));
   const domain = async (req: Request): Promise<Domain> => directory.getDomain(ctx, await customer(req), param(req, "domain"));
   const application = async (req: Request) => directory.getApplication(ctx, await domain(req), param(req, "application"));

@@ -1,6 +1,7 @@
 import type { Request, Response } from "express";
 import type { KeyEvent } from "../../domain/keys/key-event.ts";
-import type { Context } from "../../services/context.ts";
+import type { KeysNeeds } from "../../services/keys/needs.ts";
+import type { VerificationNeeds } from "../../services/verification/needs.ts";
 import { listEvents, listKeyEvents, type EventPage } from "../../services/keys/key-events.ts";
 import { rotateKey } from "../../services/keys/key-rotation.ts";
 import { keyShown } from "../../services/keys/keys.ts";
@@ -16,7 +17,7 @@ import { eventObject, eventsQuery, keyEventsQuery, keyObject, rotateBody } from 
 const ROTATE_SUMMARY = "Rotate a key: a new key with a new token takes its name; the old one works until the grace period ends";
 
 /** Rotation and the events of one key, on a key base. Whoever may PUT a key may rotate it. */
-export function keyLifecycleRoutes(ctx: Context, base: string, noun: string, tag: string): Route[] {
+export function keyLifecycleRoutes(ctx: KeysNeeds & VerificationNeeds, base: string, noun: string, tag: string): Route[] {
   const one = `${base}/:keyId`;
   return [
     route({
@@ -41,7 +42,7 @@ export function keyLifecycleRoutes(ctx: Context, base: string, noun: string, tag
 }
 
 /** POST /keys/self/rotate: the calling key rotates itself. */
-export function rotateSelfRoute(ctx: Context): Route {
+export function rotateSelfRoute(ctx: KeysNeeds & VerificationNeeds): Route {
   return route({
     method: "post", path: "/keys/self/rotate", operationId: "rotateSelfKey", tag: "keys", auth: "key", body: rotateBody, refusals: ["not_found", "conflict"],
     summary: `${ROTATE_SUMMARY} (the calling key)`,
@@ -53,7 +54,7 @@ export function rotateSelfRoute(ctx: Context): Route {
 }
 
 /** GET /events: the events of every key the caller may manage, newest first. */
-export function eventsRoute(ctx: Context): Route {
+export function eventsRoute(ctx: KeysNeeds & VerificationNeeds): Route {
   return route({
     method: "get", path: "/events", operationId: "listEvents", tag: "keys", auth: "key", query: eventsQuery,
     summary: "The events of every key the calling key may manage, newest first",

@@ -3,7 +3,7 @@ import { forbidden, unauthorized } from "../../domain/errors.ts";
 import type { Reach } from "../../domain/keys/lineage.ts";
 import { mayReach } from "../../domain/scope/access.ts";
 import type { Scope, ScopeRefs } from "../../domain/scope/scope.ts";
-import type { Context } from "../../services/context.ts";
+import type { VerificationNeeds } from "../../services/verification/needs.ts";
 
 /**
  * Load and authorize: the scope a request on a key path works in, its path's target, once the caller
@@ -12,7 +12,7 @@ import type { Context } from "../../services/context.ts";
  * (Every key handler reads: authenticate and validate (route.ts), load and authorize (this), act (a
  * service, which sees only keys inside the scope), respond.)
  */
-export async function authorizedScope(ctx: Context, req: Request): Promise<Reach> {
+export async function authorizedScope(ctx: Pick<VerificationNeeds, "db" | "pathScopes">, req: Request): Promise<Reach> {
   return { ...(await authorizedTarget(ctx, req)), caller: req.principal!.caller };
 }
 
@@ -22,7 +22,7 @@ export function callerReach(req: Request): Reach {
   return { ...scope, caller };
 }
 
-async function authorizedTarget(ctx: Context, req: Request): Promise<Scope> {
+async function authorizedTarget(ctx: Pick<VerificationNeeds, "db" | "pathScopes">, req: Request): Promise<Scope> {
   const caller = req.principal!.scope;
   if (!("customer" in req.params || "domain" in req.params || "application" in req.params || "subscriber" in req.params)) {
     return caller;

@@ -1,4 +1,6 @@
-import type { Context } from "../../services/context.ts";
+import type { KeysNeeds } from "../../services/keys/needs.ts";
+import type { PolicyNeeds } from "../../services/policy/needs.ts";
+import type { VerificationNeeds } from "../../services/verification/needs.ts";
 import { deleteKey, getKey, keyShown, listKeys, provisionKey, updateKey } from "../../services/keys/keys.ts";
 import { keyAuthor } from "../author.ts";
 import { eventsRoute, keyLifecycleRoutes, rotateSelfRoute } from "./key-lifecycle-routes.ts";
@@ -18,7 +20,7 @@ function aliases(r: Route): Route[] {
 }
 
 /** The operations of one base, declared on its canonical spelling. */
-function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
+function keyRoutes(ctx: KeysNeeds & PolicyNeeds & VerificationNeeds, base: string, tag: string): Route[] {
   const one = `${base}/:keyId`;
   const noun = nounOf(base);
   return [
@@ -78,7 +80,7 @@ function keyRoutes(ctx: Context, base: string, tag: string): Route[] {
   ];
 }
 
-export function keysRoutes(ctx: Context): Route[] {
+export function keysRoutes(ctx: KeysNeeds & PolicyNeeds & VerificationNeeds): Route[] {
   const self = route({
     method: "get", path: "/keys/self", operationId: "getSelfKey", tag: "keys", auth: "key",
     summary: "The calling key",

@@ -2,7 +2,8 @@ import express, { type Request, type RequestHandler, type Router } from "express
 import { AppError, badRequest } from "../../domain/errors.ts";
 import { scanner } from "../../domain/keys/key-event.ts";
 import { LEAK_REPORTS_MAX, type LeakReport } from "../../domain/leaks/leak-report.ts";
-import type { Context } from "../../services/context.ts";
+import type { KeysNeeds } from "../../services/keys/needs.ts";
+import type { LeaksNeeds } from "../../services/leaks/needs.ts";
 import { reportLeaks } from "../../services/leaks/leaks.ts";
 import { isJson, LARGE_BODY_LIMIT, limitText } from "../body.ts";
 import { adminReportsBody, githubReportsBody, leakLabelObject } from "./leak-schemas.ts";
@@ -16,7 +17,7 @@ const ADMIN = "/admin/leaks";
 const tag = "leaks";
 const answered = { status: 200, description: "One label per token, in the report's order", schema: leakLabelObject.array() };
 
-export function leakRoutes(ctx: Context): Route[] {
+export function leakRoutes(ctx: LeaksNeeds & KeysNeeds): Route[] {
   return [
     route({
       method: "post", path: GITHUB, operationId: "reportGithubLeaks", tag, auth: "github", body: githubReportsBody, bodyRequired: true,
@@ -65,7 +66,7 @@ function limited(parser: RequestHandler): RequestHandler {
 }
 
 /** GitHub's signature over the body's bytes, checked before anything in the body is read; then the body is parsed. */
-export function githubAuthenticator(ctx: Context): Authenticator {
+export function githubAuthenticator(ctx: LeaksNeeds & KeysNeeds): Authenticator {
   return async (req: Request) => {
     const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     await ctx.githubKeys.verify(raw, header(req, "github-public-key-identifier"), header(req, "github-public-key-signature"));

@@ -1,10 +1,10 @@
-import type { Context } from "../../services/context.ts";
+import type { OperationsNeeds } from "../../services/operations/needs.ts";
 import { isReady } from "../../services/operations/health.ts";
 import { sendError } from "../errors.ts";
 import { route, type Route } from "../route.ts";
 import { healthObject, openApiObject } from "../schemas.ts";
 
-export function healthRoutes(ctx: Context, openapi: () => object): Route[] {
+export function healthRoutes(ctx: OperationsNeeds, openapi: () => object): Route[] {
   return [
     route({
       method: "get", path: "/healthz", operationId: "getLiveness", tag: "health", auth: "none", database: false, summary: "The process is alive",

@@ -1,5 +1,5 @@
 import type { Request } from "express";
-import type { Context } from "../../services/context.ts";
+import type { PolicyNeeds } from "../../services/policy/needs.ts";
 import { entityCredits, entityPolicy, setEntityCredits, setEntityPolicy, type Policed, type PolicedLevel } from "../../services/policy/policies.ts";
 import { creditsChange } from "./credits-change.ts";
 import { route, type Route } from "../route.ts";
@@ -18,7 +18,7 @@ export interface PolicedPath {
 
 const tag = "admin";
 
-export function adminPolicyRoutes(ctx: Context, entities: PolicedPath[]): Route[] {
+export function adminPolicyRoutes(ctx: PolicyNeeds, entities: PolicedPath[]): Route[] {
   return entities.flatMap(({ path, level, noun, load }) => [
     route({
       method: "get", path: `${path}/policy`, operationId: `adminGet${noun}Policy`, tag, auth: "admin", refusals: ["not_found"],

@@ -1,4 +1,6 @@
-import type { Context } from "../../services/context.ts";
+import type { KeysNeeds } from "../../services/keys/needs.ts";
+import type { PolicyNeeds } from "../../services/policy/needs.ts";
+import type { VerificationNeeds } from "../../services/verification/needs.ts";
 import { keyCredits, setKeyCredits } from "../../services/policy/policies.ts";
 import { keyAuthor } from "../author.ts";
 import { creditsChange } from "./credits-change.ts";
@@ -11,7 +13,7 @@ import { creditsBody, creditsObject } from "../schemas.ts";
 
 const NO_CREDITS = "; 404 also when the key's own policy has no credits";
 
-export function keyCreditsRoutes(ctx: Context, one: string, noun: string, tag: string): Route[] {
+export function keyCreditsRoutes(ctx: PolicyNeeds & KeysNeeds & Pick<VerificationNeeds, "pathScopes">, one: string, noun: string, tag: string): Route[] {
   const path = `${one}/credits`;
   return [
     route({

@@ -1,4 +1,6 @@
-import type { Context } from "../../services/context.ts";
+import type { KeysNeeds } from "../../services/keys/needs.ts";
+import type { PolicyNeeds } from "../../services/policy/needs.ts";
+import type { VerificationNeeds } from "../../services/verification/needs.ts";
 import { findKey, keyNotFound } from "../../services/keys/keys.ts";
 import { keyUsage } from "../../services/policy/key-usage.ts";
 import { authorizedScope, keyRef } from "../keys/key-scope.ts";
@@ -8,7 +10,7 @@ import { usageObject } from "./usage-schema.ts";
 // What a key has used of the limits and credits that bind it, at every level (docs/api.md, "Key
 // policy"), under `{base}/{key-id}/usage`: read by whoever may get the key, charging nothing.
 
-export function keyUsageRoutes(ctx: Context, one: string, noun: string, tag: string): Route[] {
+export function keyUsageRoutes(ctx: PolicyNeeds & KeysNeeds & Pick<VerificationNeeds, "pathScopes">, one: string, noun: string, tag: string): Route[] {
   return [
     route({
       method: "get", path: `${one}/usage`, operationId: `get${noun}KeyUsage`, tag, auth: "key", refusals: ["not_found"],

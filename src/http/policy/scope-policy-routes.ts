@@ -1,7 +1,8 @@
 import type { Request } from "express";
 import { forbidden } from "../../domain/errors.ts";
 import { sameScope } from "../../domain/scope/scope.ts";
-import type { Context } from "../../services/context.ts";
+import type { PolicyNeeds } from "../../services/policy/needs.ts";
+import type { VerificationNeeds } from "../../services/verification/needs.ts";
 import { entityAt, entityCredits, entityPolicy, setEntityCredits, setEntityPolicy, type PolicedLevel } from "../../services/policy/policies.ts";
 import { BASES, nounOf } from "../keys/key-bases.ts";
 import { authorizedScope, refuseRestricted } from "../keys/key-scope.ts";
@@ -19,7 +20,7 @@ import { creditsBody, creditsObject, policyBody } from "../schemas.ts";
 const SCOPE_PATHS = BASES.filter((b) => b.path !== "/keys").map((b) => ({ path: b.path.replace(/\/keys$/, ""), tag: b.tag }));
 
 /** Load and authorize: the entity the path ends at; for a change, refused unless the caller is above it. */
-async function authorizedEntity(ctx: Context, req: Request, change: boolean) {
+async function authorizedEntity(ctx: PolicyNeeds & VerificationNeeds, req: Request, change: boolean) {
   const target = await authorizedScope(ctx, req);
   refuseRestricted(req, "entities' policies and credits");
   const at = await entityAt(ctx, target);
@@ -35,7 +36,7 @@ function refusal(level: PolicedLevel) {
 
 const STRICTLY = "by a key whose scope strictly contains the entity (403 for one at the entity's own level, and for a restricted key)";
 
-export function scopePolicyRoutes(ctx: Context): Route[] {
+export function scopePolicyRoutes(ctx: PolicyNeeds & VerificationNeeds): Route[] {
   return SCOPE_PATHS.flatMap(({ path, tag }) => {
     const noun = nounOf(`${path}/`);
     return [

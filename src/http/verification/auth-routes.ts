@@ -2,7 +2,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from "node:http
 import type { StoredKey } from "../../domain/model.ts";
 import { levelOf } from "../../domain/scope/scope.ts";
 import { bearerToken } from "../../services/verification/authenticate.ts";
-import type { Context } from "../../services/context.ts";
+import type { VerificationNeeds } from "../../services/verification/needs.ts";
 import { after, runNowOrLater, type Maybe } from "../../services/maybe.ts";
 import { verifyRequest, type Verdict } from "../../services/verification/verify.ts";
 import { clientAddress, type TrustedProxies } from "./client-address.ts";
@@ -83,7 +83,7 @@ function sendRefusal(res: ServerResponse, code: ErrorCode, message: string, head
 }
 
 export class AuthHandler {
-  readonly #ctx: Context;
+  readonly #ctx: VerificationNeeds;
   readonly #trusted: TrustedProxies;
   readonly #original: OriginalRequestReader;
   readonly #missingHeader: string;
@@ -92,7 +92,7 @@ export class AuthHandler {
   // is a new object.
   readonly #identities = new WeakMap<StoredKey, string[]>();
 
-  constructor(ctx: Context, trusted: TrustedProxies, gateway: AuthGateway) {
+  constructor(ctx: VerificationNeeds, trusted: TrustedProxies, gateway: AuthGateway) {
     this.#ctx = ctx;
     this.#trusted = trusted;
     this.#original = originalRequestReader(gateway);

@@ -1,6 +1,6 @@
 import type { RequestListener } from "node:http";
 import { restrictedMessage, verify } from "../../services/verification/authenticate.ts";
-import type { Context } from "../../services/context.ts";
+import type { VerificationNeeds } from "../../services/verification/needs.ts";
 import { after, runNowOrLater } from "../../services/maybe.ts";
 import type { StoredKey } from "../../domain/model.ts";
 import { hasBody } from "../body.ts";
@@ -17,7 +17,7 @@ import { echoRequestId, logWhenAnswered, requestId, type Answering } from "../re
 // path stays: it describes the operation in /openapi.json and answers the other methods.
 const SELF = /^\/(api)?keys\/self\/?(\?|$)/;
 
-export function withSelfFastPath(ctx: Context, trusted: TrustedProxies, next: RequestListener): RequestListener {
+export function withSelfFastPath(ctx: VerificationNeeds, trusted: TrustedProxies, next: RequestListener): RequestListener {
   // The answer of each cached key, serialised once: the verification cache hands out the same object
   // until the key changes, and a changed key is a new object, so a stale body cannot be served.
   const bodies = new WeakMap<StoredKey, JsonText>();

@@ -3,7 +3,7 @@ import type { StoredKey } from "../../domain/model.ts";
 import { parseAddress } from "../../domain/policy/restrictions/cidr.ts";
 import { COST } from "../../domain/policy/policy.ts";
 import { isText } from "../../domain/text.ts";
-import type { Context } from "../../services/context.ts";
+import type { VerificationNeeds } from "../../services/verification/needs.ts";
 import { after, runNowOrLater, type Maybe } from "../../services/maybe.ts";
 import { verifyRequest, type Verdict } from "../../services/verification/verify.ts";
 import { BODY_LIMIT } from "../body.ts";
@@ -17,7 +17,7 @@ import { VERIFY_IP_MAX, VERIFY_REFERRER_MAX, verdictObject, verifyBody } from ".
 
 // POST /verify: a verdict for a platform service on a token it was given (docs/api.md, "Verification").
 // The token travels in the body; the answer is 200 whatever the token, with the verdict's code.
-export function verifyRoutes(ctx: Context, trusted: TrustedProxies): Route[] {
+export function verifyRoutes(ctx: VerificationNeeds, trusted: TrustedProxies): Route[] {
   return [
     route({
       method: "post", path: "/verify", operationId: "verifyKey", tag: "verification", auth: "none", body: verifyBody,
@@ -33,7 +33,7 @@ export function verifyRoutes(ctx: Context, trusted: TrustedProxies): Route[] {
 
 type VerifyBody = ReturnType<typeof verifyBody.parse>;
 
-function verdictText(ctx: Context, client: string, body: VerifyBody): Maybe<JsonText> {
+function verdictText(ctx: VerificationNeeds, client: string, body: VerifyBody): Maybe<JsonText> {
   const request = { endpoint: "verify", client, token: body.key, method: body.method ?? "GET", path: body.path, ip: body.ip, referrer: body.referrer, cost: body.cost ?? COST.default } as const;
   return after(verifyRequest(ctx, request), verdictJson);
 }
@@ -79,7 +79,7 @@ function policyVerdictJson(v: Extract<Verdict, { key: StoredKey }>): JsonText {
  * before express, as GET /keys/self is. Every other form goes on to `next`, the express route of the
  * same path, which answers it the same way.
  */
-export function withVerifyFastPath(ctx: Context, trusted: TrustedProxies, next: RequestListener): RequestListener {
+export function withVerifyFastPath(ctx: VerificationNeeds, trusted: TrustedProxies, next: RequestListener): RequestListener {
   return (req, res) => {
     const h = req.headers;
     const length = Number(h["content-length"]);

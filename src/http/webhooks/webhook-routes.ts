@@ -3,7 +3,8 @@ import { notFound } from "../../domain/errors.ts";
 import { parseId } from "../../domain/scope/identifier.ts";
 import type { Scope } from "../../domain/scope/scope.ts";
 import { WEBHOOKS_PER_SCOPE, type Webhook, type WebhookDelivery } from "../../domain/webhooks/webhook.ts";
-import type { Context } from "../../services/context.ts";
+import type { DirectoryNeeds } from "../../services/directory/needs.ts";
+import type { WebhooksNeeds } from "../../services/webhooks/needs.ts";
 import { resolveNamedScope } from "../../services/directory/named-scope.ts";
 import {
   createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, updateWebhook, webhookNotFound, type DeliveryPage,
@@ -62,7 +63,7 @@ function unrestrictedOnly(r: Route): Route {
   };
 }
 
-function webhookRoutes(ctx: Context, base: string, admin: boolean, caller: (req: Request) => Scope | null): Route[] {
+function webhookRoutes(ctx: WebhooksNeeds & DirectoryNeeds, base: string, admin: boolean, caller: (req: Request) => Scope | null): Route[] {
   const one = `${base}/:webhookId`;
   const noun = admin ? "AdminWebhook" : "Webhook";
   const tag = admin ? "admin" : "webhooks";
@@ -132,7 +133,7 @@ function webhookRoutes(ctx: Context, base: string, admin: boolean, caller: (req:
   ];
 }
 
-export function webhooksRoutes(ctx: Context): Route[] {
+export function webhooksRoutes(ctx: WebhooksNeeds & DirectoryNeeds): Route[] {
   return [
     ...webhookRoutes(ctx, "/webhooks", false, (req) => req.principal!.scope).map(unrestrictedOnly),
     ...webhookRoutes(ctx, "/admin/webhooks", true, () => null),

@@ -6,7 +6,8 @@ import type { KeyType, StoredKey } from "../../domain/model.ts";
 import type { Policy } from "../../domain/policy/policy.ts";
 import { scopeOf, type Scope, type ScopeRefs } from "../../domain/scope/scope.ts";
 import { tokenHint } from "../../domain/keys/token.ts";
-import type { Context } from "../../services/context.ts";
+import type { KeysNeeds } from "../../services/keys/needs.ts";
+import type { DirectoryNeeds } from "../../services/directory/needs.ts";
 import { rotateKey } from "../../services/keys/key-rotation.ts";
 import { deleteKey, findKey, provisionKey, unseal, updateKey, type BalanceOnPolicy, type KeyPatch } from "../../services/keys/keys.ts";
 import { getCustomer } from "../../services/directory/directory.ts";
@@ -79,7 +80,10 @@ function view(k: { id: number; name: string; active: boolean; type: KeyType; man
   return { id: k.id, name: k.name, active: k.active, type: k.type, managedBy: k.managedBy, scope: scopeOf(k), replacedBy: k.replacedBy };
 }
 
-export function keyStoreFor(ctx: Context): KeyStore {
+/** What the key store runs with: the keys and directory rooms' needs (the operator resolves an ApiKey's references). */
+export type KeyStoreNeeds = KeysNeeds & DirectoryNeeds;
+
+export function keyStoreFor(ctx: KeyStoreNeeds): KeyStore {
   const withToken = (stored: StoredKey): KeyWithToken =>
     ({ ...view(stored), token: unseal(ctx, stored).keyId, issuedAt: stored.createdAt, policy: stored.policy });
   return {

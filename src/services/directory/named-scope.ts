@@ -1,7 +1,7 @@
 import { parseNamed } from "../../domain/scope/identifier.ts";
 import { applicationScope, customerScope, domainScope, subscriberScope, type Level, type Scope, type ScopeRefs } from "../../domain/scope/scope.ts";
 import { entityFind, TABLES } from "../../store/directory/directory.ts";
-import type { Context } from "../context.ts";
+import type { DirectoryNeeds } from "./needs.ts";
 import { findSubscriber } from "./directory.ts";
 
 export type NamedScope =
@@ -12,7 +12,7 @@ export type NamedScope =
  * Resolves the entities of `refs`, each within the one above it (application and subscriber within the
  * domain), to a scope; else names the first entity that is unknown.
  */
-export async function resolveNamedScope(ctx: Context, refs: ScopeRefs & { customer: string }): Promise<NamedScope> {
+export async function resolveNamedScope(ctx: DirectoryNeeds, refs: ScopeRefs & { customer: string }): Promise<NamedScope> {
   const customer = await entityFind(ctx.db, TABLES.customers, parseNamed(refs.customer), null);
   if (!customer) return { found: false, missing: "customer", ref: refs.customer };
   if (refs.domain === undefined) return { found: true, scope: customerScope(customer.id) };

@@ -2,7 +2,7 @@ import type { PathScopes } from "../../domain/scope/access.ts";
 import { parseWithSelf } from "../../domain/scope/identifier.ts";
 import { applicationScope, customerScope, domainScope, subscriberScope, type Scope, type ScopeRefs } from "../../domain/scope/scope.ts";
 import { entityFind, TABLES } from "../../store/directory/directory.ts";
-import type { Context } from "../context.ts";
+import type { DirectoryNeeds } from "./needs.ts";
 import { findSubscriber } from "./directory.ts";
 
 /**
@@ -14,7 +14,7 @@ import { findSubscriber } from "./directory.ts";
  * `self` is the caller's own entity; an application or subscriber named by name or msisdn on a path
  * without a domain is looked for within the caller's domain.
  */
-export async function resolvePathScope(ctx: Context, refs: ScopeRefs, caller: Scope): Promise<PathScopes | undefined> {
+export async function resolvePathScope(ctx: Pick<DirectoryNeeds, "db">, refs: ScopeRefs, caller: Scope): Promise<PathScopes | undefined> {
   const scopes: Scope[] = [];
   const within = () => scopes[scopes.length - 1];
 

@@ -1,5 +1,5 @@
 import { keyRecordExpiries } from "../../store/keys/keys.ts";
-import type { Context } from "../context.ts";
+import type { KeysNeeds } from "./needs.ts";
 
 // The sweep records the `expired` event of each key whose expiry has passed (docs/api.md, "Events"),
 // within a minute of it. Every process runs it; each claims rows with SKIP LOCKED and records only
@@ -9,7 +9,7 @@ export const EXPIRY_SWEEP_MS = 20_000;
 const BATCH = 1_000;
 
 /** Records every due expiry; returns how many. */
-export async function sweepExpiries(ctx: Pick<Context, "db" | "clock" | "metrics">): Promise<number> {
+export async function sweepExpiries(ctx: Pick<KeysNeeds, "db" | "clock" | "metrics">): Promise<number> {
   let total = 0;
   for (;;) {
     const recorded = await keyRecordExpiries(ctx.db, { sql: "true", params: [] }, ctx.clock(), { limit: BATCH, skipLocked: true });

@@ -1,6 +1,7 @@
 import type { ListenState } from "../../store/database.ts";
-import { listenForKeyChanges, type KeyChange } from "../../store/keys/key-changes.ts";
-import type { Context } from "../context.ts";
+import type { KeyChange } from "../../store/keys/key-change.ts";
+import { listenForKeyChanges } from "../../store/keys/key-changes.ts";
+import type { KeysNeeds } from "./needs.ts";
 
 export type { KeyChange, ListenState };
 
@@ -12,7 +13,7 @@ export type { KeyChange, ListenState };
  * stops listening.
  */
 export function onKeyChanges(
-  ctx: Pick<Context, "db">,
+  ctx: Pick<KeysNeeds, "db">,
   onChange: (change: KeyChange) => void,
   onReset: (state: ListenState) => void,
   onUnreadable?: () => void,

@@ -4,7 +4,7 @@ import { reaches, type Reach } from "../../domain/keys/lineage.ts";
 import { mayManage } from "../../domain/scope/scope.ts";
 import { eventListByKey, eventListByScope, type EventPage } from "../../store/keys/key-events.ts";
 import { keyFindEverById } from "../../store/keys/keys.ts";
-import type { Context } from "../context.ts";
+import type { KeysNeeds } from "./needs.ts";
 import { findKey, keyNotFound } from "./keys.ts";
 
 // Reading the events of keys (docs/api.md, "Events"). Writing them is the store's, with each change.
@@ -14,7 +14,7 @@ import { findKey, keyNotFound } from "./keys.ts";
  * history is what one asks for then); by keyId only while the key is live. A key outside `target`
  * is 404, like one that never existed.
  */
-export async function listKeyEvents(ctx: Context, target: Reach, ref: string, action: KeyAction | undefined): Promise<KeyEvent[]> {
+export async function listKeyEvents(ctx: KeysNeeds, target: Reach, ref: string, action: KeyAction | undefined): Promise<KeyEvent[]> {
   const id = parseId(ref);
   const key = id !== undefined ? await keyFindEverById(ctx.db, id) : await findKey(ctx, target, ref);
   if (!key || !mayManage(target, key) || !reaches(target.caller, key)) throw keyNotFound();
@@ -25,7 +25,7 @@ export async function listKeyEvents(ctx: Context, target: Reach, ref: string, ac
  * A page of the events of the keys inside `scope` (of every key, for null: the admin's), newest first;
  * a restricted caller's, of itself and its descendants only.
  */
-export function listEvents(ctx: Context, scope: Reach | null, page: EventPage): Promise<KeyEvent[]> {
+export function listEvents(ctx: KeysNeeds, scope: Reach | null, page: EventPage): Promise<KeyEvent[]> {
   const caller = scope?.caller;
   return eventListByScope(ctx.db, scope, page, caller?.restricted ? caller.lineage : undefined);
 }

@@ -5,7 +5,7 @@ import type { Key, StoredKey } from "../../domain/model.ts";
 import type { Reach } from "../../domain/keys/lineage.ts";
 import type { Queryable } from "../../store/database.ts";
 import { keyLockById, keyRotate, type KeyInsert } from "../../store/keys/keys.ts";
-import type { Context } from "../context.ts";
+import type { KeysNeeds } from "./needs.ts";
 import { findKey, keyNotFound, mintToken, withToken, type ExpiryRequest } from "./keys.ts";
 
 export interface RotateRequest extends ExpiryRequest {
@@ -20,7 +20,7 @@ export interface RotateRequest extends ExpiryRequest {
  * locked first, so of concurrent rotations, on any process, one makes the successor and the others
  * find the key replaced: 409.
  */
-export async function rotateKey(ctx: Context, target: Reach, ref: string, req: RotateRequest, by: Author): Promise<Key> {
+export async function rotateKey(ctx: KeysNeeds, target: Reach, ref: string, req: RotateRequest, by: Author): Promise<Key> {
   const now = ctx.clock();
   const successorExpiresAt = expiryOf(req, now);
   requireFuture(successorExpiresAt, now);

@@ -13,7 +13,7 @@ import {
   keyRecordExpiries, keyUpdate, type Entities, type KeyFilter, type KeyInsert, type KeyUpdate,
 } from "../../store/keys/keys.ts";
 import { orderedPolicy } from "../../store/policy/policies.ts";
-import type { Context } from "../context.ts";
+import type { KeysNeeds } from "./needs.ts";
 import { keysShown } from "../policy/credits.ts";
 import { policyChanges, resetBalance } from "../policy/policy-changes.ts";
 
@@ -23,7 +23,7 @@ import { policyChanges, resetBalance } from "../policy/policy-changes.ts";
 // itself and its descendants, and every other key is as if it did not exist.
 // `by` is who makes a change: every change is recorded as an event, in the same transaction.
 
-export function unseal(ctx: Context, stored: StoredKey): Key {
+export function unseal(ctx: Pick<KeysNeeds, "sealer">, stored: StoredKey): Key {
   return withToken(stored, ctx.sealer.open(stored.sealed, stored.hash));
 }
 
@@ -42,7 +42,7 @@ export function withToken(s: StoredKey, keyId: string): Key {
 }
 
 /** A fresh token with its look-up hash and sealed copy. */
-export function mintToken(ctx: Context): Pick<KeyInsert, "hash" | "sealed"> & { token: string } {
+export function mintToken(ctx: Pick<KeysNeeds, "sealer">): Pick<KeyInsert, "hash" | "sealed"> & { token: string } {
   const token = newToken();
   const hash = tokenHash(token);
   return { token, hash, sealed: ctx.sealer.seal(token, hash) };
@@ -69,7 +69,7 @@ export interface ProvisionRequest extends ExpiryRequest {
  * still holds its place in that index: its expiry is recorded (which frees the name), and the insert
  * tried again.
  */
-export async function provisionKey(ctx: Context, scope: Reach, req: ProvisionRequest, by: Author): Promise<{ key: Key; created: boolean }> {
+export async function provisionKey(ctx: KeysNeeds, scope: Reach, req: ProvisionRequest, by: Author): Promise<{ key: Key; created: boolean }> {
   const now = ctx.clock();
   const expiresAt = expiryOf(req, now);
   requireFuture(expiresAt, now);
@@ -105,7 +105,7 @@ function parentage(caller: KeyCaller | undefined): { parentId: number | null; an
 }
 
 /** A live key inside `target` that its caller reaches, named by keyId or numeric id; undefined when there is none. */
-export async function findKey(ctx: Context, target: Reach, ref: string): Promise<StoredKey | undefined> {
+export async function findKey(ctx: KeysNeeds, target: Reach, ref: string): Promise<StoredKey | undefined> {
   const now = ctx.clock();
   const id = parseId(ref);
   const stored =
@@ -122,7 +122,7 @@ export const keyNotFound = () => notFound("No such key.");
  * cannot be reached it answers for itself, as GET /keys/self does (docs/api.md, "When the database
  * cannot be reached").
  */
-export async function getKey(ctx: Context, target: Reach, ref: string, caller?: StoredKey): Promise<Key> {
+export async function getKey(ctx: KeysNeeds, target: Reach, ref: string, caller?: StoredKey): Promise<Key> {
   let stored: StoredKey | undefined;
   try {
     stored = await findKey(ctx, target, ref);
@@ -140,7 +140,7 @@ function names(ref: string, key: StoredKey): boolean {
 }
 
 /** A key as every answer shows it: its policies' credits at their live balances (services/credits.ts). */
-export async function keyShown(ctx: Context, key: Key): Promise<Key> {
+export async function keyShown(ctx: KeysNeeds, key: Key): Promise<Key> {
   return (await keysShown(ctx.db, [key], ctx.clock()))[0]!;
 }
 
@@ -180,7 +180,7 @@ function patched(before: StoredKey, patch: KeyPatch, now: Date): KeyUpdate {
  */
 export type BalanceOnPolicy = "reset" | "keep";
 
-export async function updateKey(ctx: Context, target: Reach, ref: string, patch: KeyPatch, by: Author, balance: BalanceOnPolicy = "reset"): Promise<Key> {
+export async function updateKey(ctx: KeysNeeds, target: Reach, ref: string, patch: KeyPatch, by: Author, balance: BalanceOnPolicy = "reset"): Promise<Key> {
   const now = ctx.clock();
   if (patch.expiresAt) requireFuture(patch.expiresAt, now);
   const found = await findKey(ctx, target, ref);
@@ -222,7 +222,7 @@ export async function updateKey(ctx: Context, target: Reach, ref: string, patch:
 }
 
 /** Deletes a key inside `target`; nothing happens for a key that is not there (DELETE is 204 either way). */
-export async function deleteKey(ctx: Context, target: Reach, ref: string, by: Author): Promise<void> {
+export async function deleteKey(ctx: KeysNeeds, target: Reach, ref: string, by: Author): Promise<void> {
   const stored = await findKey(ctx, target, ref);
   if (!stored) return;
   if (await keyDelete(ctx.db, stored.id, by, ctx.clock())) ctx.metrics?.keyEvents("deleted");
@@ -242,7 +242,7 @@ const PAGE_SIZE = 500;
  * that a list of any length streams in bounded memory. The next page is asked for as soon as a page
  * arrives, so the database reads it while this one is written out.
  */
-export async function* listKeys(ctx: Context, scope: Reach, req: ListRequest): AsyncGenerator<Key> {
+export async function* listKeys(ctx: KeysNeeds, scope: Reach, req: ListRequest): AsyncGenerator<Key> {
   const now = ctx.clock();
   const caller = scope.caller;
   const filter: KeyFilter = caller?.restricted ? { ...req.filter, within: caller.lineage } : req.filter;

@@ -9,7 +9,7 @@ import type { Queryable } from "../../store/database.ts";
 import { entityPoliciesFind } from "../../store/policy/entity-policies.ts";
 import { keyLeakRecorded, keyRecordLeak, keyStatesByHashes } from "../../store/leaks/key-leaks.ts";
 import { keyLockById, keyUpdate } from "../../store/keys/keys.ts";
-import type { Context } from "../context.ts";
+import type { LeakSettings, LeaksNeeds } from "./needs.ts";
 import { rotateLocked } from "../keys/key-rotation.ts";
 import { mintToken } from "../keys/keys.ts";
 
@@ -18,16 +18,10 @@ import { mintToken } from "../keys/keys.ts";
 // `leaked` event, recorded under the key's lock with what the policy changes, is what a report of the
 // same token again finds, and then does nothing.
 
-/** What a leak policy falls back to, and how long a rotated key keeps working (KEYPLANE_LEAK_*). */
-export interface LeakSettings {
-  policy: LeakPolicy;
-  graceSeconds: number;
-}
-
 export const DEFAULT_LEAK_SETTINGS: LeakSettings = { policy: "rotate", graceSeconds: 0 };
 
 /** Answers a report, token by token in its order, acting on each live key it names. `by` is the scanner. */
-export async function reportLeaks(ctx: Context, reports: readonly LeakReport[], by: Author): Promise<LeakAnswer[]> {
+export async function reportLeaks(ctx: LeaksNeeds, reports: readonly LeakReport[], by: Author): Promise<LeakAnswer[]> {
   const scanner = by.actor.type === "scanner" ? by.actor.name : "admin";
   const hashes = reports.map((r) => tokenHashHex(r.token));
   // Only a token of keyplane's form can be one: the others are false positives without a look-up.
@@ -54,7 +48,7 @@ interface Response {
 }
 
 /** Acts on one live key by its leak policy, unless a report acted on it before (or it is no longer live). */
-async function respond(ctx: Context, id: number, changes: LeakChanges, by: Author): Promise<void> {
+async function respond(ctx: LeaksNeeds, id: number, changes: LeakChanges, by: Author): Promise<void> {
   const now = ctx.clock();
   const minted = mintToken(ctx); // used only by a rotation: made outside the transaction, which it would lengthen
   const done = await ctx.db.transaction(async (tx): Promise<Response | undefined> => {
@@ -76,7 +70,7 @@ async function respond(ctx: Context, id: number, changes: LeakChanges, by: Autho
 
 /** What `policy` does to a key locked in `tx`: the actions of the events it records beside `leaked`. */
 async function act(
-  ctx: Context, tx: Queryable, key: StoredKey, policy: LeakPolicy, minted: ReturnType<typeof mintToken>, by: Author, now: Date,
+  ctx: LeaksNeeds, tx: Queryable, key: StoredKey, policy: LeakPolicy, minted: ReturnType<typeof mintToken>, by: Author, now: Date,
 ): Promise<KeyAction[]> {
   const unchanged = { name: key.name, active: key.active, activeAt: key.activeAt, expiresAt: key.expiresAt };
   switch (policy) {

@@ -3,7 +3,7 @@ import type { KeyAction } from "../../domain/keys/key-event.ts";
 import { KEY_ACTIONS, type ScannerName } from "../../domain/keys/key-event.ts";
 import type { LeakLabel } from "../../domain/leaks/leak-report.ts";
 import { LEAK_POLICIES, type LeakPolicy } from "../../domain/policy/policy.ts";
-import type { AuthEndpoint, AuthOutcome } from "../verification/auth-outcome.ts";
+import type { AuthEndpoint, AuthOutcome } from "../../domain/keys/auth-outcome.ts";
 import type { KeyCacheStats } from "../verification/key-cache.ts";
 import type { MeterStats } from "../policy/policy-meter.ts";
 import type { SendResult } from "../webhooks/webhook-sender.ts";

@@ -3,7 +3,7 @@ import type { PolicyLevel } from "../../domain/policy/policy.ts";
 import { resetSeconds, windowStart } from "../../domain/policy/limits/window.ts";
 import { balanceList } from "../../store/policy/policies.ts";
 import { windowsGranted } from "../../store/policy/policy-counters.ts";
-import type { Context } from "../context.ts";
+import type { PolicyNeeds } from "./needs.ts";
 import { creditsView, liveRemaining } from "./credits.ts";
 
 // What a key has used of the limits and credits that bind it (docs/api.md, "Key policy"), for people
@@ -29,7 +29,7 @@ export interface KeyUsage {
   credits: { scope: PolicyLevel; remaining: number; nextRefillAt: Date | null } | null;
 }
 
-export async function keyUsage(ctx: Context, key: StoredKey): Promise<KeyUsage> {
+export async function keyUsage(ctx: PolicyNeeds, key: StoredKey): Promise<KeyUsage> {
   const now = ctx.clock();
   const chain = await ctx.policies.chainOf(key);
   const limits = chain.flatMap((link) => (link.policy.ratelimits ?? []).map((limit) => ({ link, limit })));

@@ -9,7 +9,8 @@ import type { Queryable } from "../../store/database.ts";
 import { entityFind, entityLock, entityPolicyUpdate, TABLES, type PolicedTable } from "../../store/directory/directory.ts";
 import { keyLockById, keyRecordUpdate } from "../../store/keys/keys.ts";
 import { balanceAdd, balanceList, balanceLock, balanceSet, orderedPolicy, policyHolder, policyParam } from "../../store/policy/policies.ts";
-import type { Context } from "../context.ts";
+import type { KeysNeeds } from "../keys/needs.ts";
+import type { PolicyNeeds } from "./needs.ts";
 import { creditsView, entityShown, liveRemaining, type CreditsView } from "./credits.ts";
 import { findKey, keyNotFound, refuseSelf } from "../keys/keys.ts";
 import { resetBalance } from "./policy-changes.ts";
@@ -39,7 +40,7 @@ async function lockEntity(tx: Queryable, level: PolicedLevel, id: number): Promi
 }
 
 /** The entity a scope ends at: the one whose policy binds the keys of exactly that scope. */
-export async function entityAt(ctx: Context, scope: Scope): Promise<{ level: PolicedLevel; entity: Policed }> {
+export async function entityAt(ctx: PolicyNeeds, scope: Scope): Promise<{ level: PolicedLevel; entity: Policed }> {
   const level = levelOf(scope);
   const id = scope.subscriberId ?? scope.applicationId ?? scope.domainId ?? scope.tenantId;
   const entity = await entityFind(ctx.db, TABLE_OF[level], { kind: "id", id }, null);
@@ -48,7 +49,7 @@ export async function entityAt(ctx: Context, scope: Scope): Promise<{ level: Pol
 }
 
 /** An entity's policy as shown, its credits at their live balance; null for none. */
-export async function entityPolicy(ctx: Context, level: PolicedLevel, entity: Policed): Promise<Policy | null> {
+export async function entityPolicy(ctx: PolicyNeeds, level: PolicedLevel, entity: Policed): Promise<Policy | null> {
   return (await entityShown(ctx.db, level, entity, ctx.clock())).policy;
 }
 
@@ -56,7 +57,7 @@ export async function entityPolicy(ctx: Context, level: PolicedLevel, entity: Po
  * Replaces an entity's policy (null removes it). Keys embed their entities, so this process forgets
  * every key it verified; others hear the directory's announcement.
  */
-export async function setEntityPolicy(ctx: Context, level: PolicedLevel, id: number, policy: Policy | null): Promise<Policy | null> {
+export async function setEntityPolicy(ctx: PolicyNeeds, level: PolicedLevel, id: number, policy: Policy | null): Promise<Policy | null> {
   const now = ctx.clock();
   const after = policy && orderedPolicy(policy);
   const entity = await ctx.db.transaction(async (tx) => {
@@ -69,13 +70,13 @@ export async function setEntityPolicy(ctx: Context, level: PolicedLevel, id: num
 }
 
 /** An entity's balance and next refill; 404 when its policy has no credits. */
-export async function entityCredits(ctx: Context, level: PolicedLevel, entity: Policed): Promise<CreditsView> {
+export async function entityCredits(ctx: PolicyNeeds, level: PolicedLevel, entity: Policed): Promise<CreditsView> {
   const credits = entity.policy?.credits;
   if (!credits) throw noCredits(level);
   return shownCredits(ctx, policyHolder(level, entity.id), credits);
 }
 
-export async function setEntityCredits(ctx: Context, level: PolicedLevel, id: number, change: CreditsChange): Promise<CreditsView> {
+export async function setEntityCredits(ctx: PolicyNeeds, level: PolicedLevel, id: number, change: CreditsChange): Promise<CreditsView> {
   const now = ctx.clock();
   return ctx.db.transaction(async (tx) => {
     const credits = (await lockEntity(tx, level, id)).policy?.credits;
@@ -86,7 +87,7 @@ export async function setEntityCredits(ctx: Context, level: PolicedLevel, id: nu
 }
 
 /** A key's own balance and next refill; 404 when the key is not there or its own policy has no credits. */
-export async function keyCredits(ctx: Context, target: Reach, ref: string): Promise<CreditsView> {
+export async function keyCredits(ctx: PolicyNeeds & KeysNeeds, target: Reach, ref: string): Promise<CreditsView> {
   const found = await findKey(ctx, target, ref);
   if (!found) throw keyNotFound();
   const credits = found.policy?.credits;
@@ -95,7 +96,7 @@ export async function keyCredits(ctx: Context, target: Reach, ref: string): Prom
 }
 
 /** Sets or changes a key's own balance: never the calling key's own (403); an `updated` event with `changes.credits`. */
-export async function setKeyCredits(ctx: Context, target: Reach, ref: string, change: CreditsChange, by: Author): Promise<CreditsView> {
+export async function setKeyCredits(ctx: PolicyNeeds & KeysNeeds, target: Reach, ref: string, change: CreditsChange, by: Author): Promise<CreditsView> {
   const now = ctx.clock();
   const found = await findKey(ctx, target, ref);
   if (!found) throw keyNotFound();
@@ -113,7 +114,7 @@ export async function setKeyCredits(ctx: Context, target: Reach, ref: string, ch
   return view;
 }
 
-async function shownCredits(ctx: Context, holder: string, credits: Credits): Promise<CreditsView> {
+async function shownCredits(ctx: PolicyNeeds, holder: string, credits: Credits): Promise<CreditsView> {
   const now = ctx.clock();
   const balance = (await balanceList(ctx.db, [holder])).get(holder);
   return creditsView(liveRemaining(balance, credits, now), credits, now);

@@ -5,8 +5,9 @@ import type { StoredKey } from "../../domain/model.ts";
 import type { RestrictionReason } from "../../domain/policy/restrictions/restrictions.ts";
 import { scopeOf, type Scope } from "../../domain/scope/scope.ts";
 import { isTokenFormat, tokenHashHex } from "../../domain/keys/token.ts";
-import { recordAuthentication, type AuthEndpoint, type AuthFailure } from "./auth-outcome.ts";
-import type { Context } from "../context.ts";
+import type { AuthEndpoint, AuthFailure } from "../../domain/keys/auth-outcome.ts";
+import { recordAuthentication } from "./auth-outcome.ts";
+import type { VerificationNeeds } from "./needs.ts";
 import { after, type Maybe } from "../maybe.ts";
 import { factsOf, restrictionOf } from "../policy/policy-check.ts";
 import { UNBOUND } from "../policy/policy-chain.ts";
@@ -42,7 +43,7 @@ const MISSING_TOKEN = "An Authorization: Bearer <API key> header is required.";
  * however long the client stays throttled (docs/gateways.md, "Throttling"). Failures are recorded
  * here; success is the caller's to record, once it knows the whole outcome.
  */
-export function usableKey(ctx: Context, endpoint: AuthEndpoint, client: string, token: string): Maybe<StoredKey | AuthFailure> {
+export function usableKey(ctx: VerificationNeeds, endpoint: AuthEndpoint, client: string, token: string): Maybe<StoredKey | AuthFailure> {
   const hashHex = isTokenFormat(token) ? tokenHashHex(token) : undefined;
   const retryAfter = ctx.throttle.retryAfter(client);
   if (retryAfter !== undefined && (hashHex === undefined || !ctx.keyCache.seenValid(hashHex))) {
@@ -62,7 +63,7 @@ export function usableKey(ctx: Context, endpoint: AuthEndpoint, client: string, 
   });
 }
 
-function failed(ctx: Context, endpoint: AuthEndpoint, client: string, failure: AuthFailure): AuthFailure {
+function failed(ctx: VerificationNeeds, endpoint: AuthEndpoint, client: string, failure: AuthFailure): AuthFailure {
   recordAuthentication(ctx, endpoint, client, failure);
   return failure;
 }
@@ -85,7 +86,7 @@ export type Refusal = { refused: string } | { restricted: RestrictionReason };
  * a flood of bad tokens would otherwise go to capturing stack traces. A throttled client gets Throttled.
  * Restrictions apply here as on /verify and /auth; limits and credits count only there.
  */
-export function verify(ctx: Context, header: string | undefined, request: KeyPathRequest): Maybe<Principal | Refusal> {
+export function verify(ctx: VerificationNeeds, header: string | undefined, request: KeyPathRequest): Maybe<Principal | Refusal> {
   const token = bearerToken(header);
   if (token === undefined) return { refused: MISSING_TOKEN };
   const { client } = request;
@@ -113,7 +114,7 @@ export function restrictedMessage(reason: RestrictionReason): string {
 }
 
 /** The caller behind an Authorization header, or a 401 or 403 error. */
-export async function authenticate(ctx: Context, header: string | undefined, request: KeyPathRequest): Promise<Principal> {
+export async function authenticate(ctx: VerificationNeeds, header: string | undefined, request: KeyPathRequest): Promise<Principal> {
   const result = await verify(ctx, header, request);
   if ("refused" in result) throw unauthorized(result.refused);
   if ("restricted" in result) throw forbidden(restrictedMessage(result.restricted));

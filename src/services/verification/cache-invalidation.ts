@@ -2,7 +2,7 @@ import { directoryChannel } from "../../store/directory/directory-changes.ts";
 import { keyCatchUp } from "../../store/keys/key-catch-up.ts";
 import { keyChannel } from "../../store/keys/key-changes.ts";
 import { CREDITS_CHANNEL } from "../../store/policy/policies.ts";
-import type { Context } from "../context.ts";
+import type { VerificationNeeds } from "./needs.ts";
 
 /**
  * Keeps this process's caches true to the database, on one listening connection: a key changed by
@@ -15,7 +15,7 @@ import type { Context } from "../context.ts";
  * directory and balances have none, so their caches still start again from empty. Resolves to what
  * stops listening.
  */
-export function invalidateCachesOnChanges(ctx: Pick<Context, "db" | "keyCache" | "pathScopes" | "policies" | "meter">): Promise<() => Promise<void>> {
+export function invalidateCachesOnChanges(ctx: Pick<VerificationNeeds, "db" | "keyCache" | "pathScopes" | "policies" | "meter">): Promise<() => Promise<void>> {
   const { keyCache, pathScopes, policies, meter } = ctx;
   const keyChanged = (change: { hash: string }) => keyCache.invalidate(change.hash);
   const keysMissed = () => keyCache.clear();

@@ -3,7 +3,7 @@ import type { PathScopes } from "../../domain/scope/access.ts";
 import { StoreUnavailable } from "../../domain/errors.ts";
 import type { StoredKey } from "../../domain/model.ts";
 import { customerScope, domainScope, type Scope, type ScopeRefs } from "../../domain/scope/scope.ts";
-import type { Context } from "../context.ts";
+import type { DirectoryNeeds } from "../directory/needs.ts";
 import { PathScopeCache } from "./path-scope-cache.ts";
 
 // The cache's own rules, over a fake directory whose answers the test controls: what it names now,
@@ -20,7 +20,7 @@ function fakeDirectory() {
     release() {
       for (const answer of held.splice(0)) answer();
     },
-    async resolve(_ctx: Context, refs: ScopeRefs): Promise<PathScopes | undefined> {
+    async resolve(_ctx: Pick<DirectoryNeeds, "db">, refs: ScopeRefs): Promise<PathScopes | undefined> {
       directory.lookups++;
       if (directory.down) throw new StoreUnavailable("ECONNREFUSED");
       const scope = names.get(refs.customer ?? "");
@@ -31,7 +31,7 @@ function fakeDirectory() {
   return directory;
 }
 
-const ctx = {} as Context;
+const ctx = {} as Pick<DirectoryNeeds, "db">;
 const caller = customerScope(1);
 const acme = { gate: customerScope(1), target: customerScope(1) };
 

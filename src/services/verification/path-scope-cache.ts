@@ -5,7 +5,7 @@ import { StoreUnavailable } from "../../domain/errors.ts";
 import type { StoredKey } from "../../domain/model.ts";
 import type { Scope, ScopeRefs } from "../../domain/scope/scope.ts";
 import type { ListenState } from "../../store/database.ts";
-import type { Context } from "../context.ts";
+import type { DirectoryNeeds } from "../directory/needs.ts";
 import { after, type Maybe } from "../maybe.ts";
 import { resolvePathScope } from "../directory/path-scope.ts";
 
@@ -92,7 +92,7 @@ export class PathScopeCache {
    * resolvePathScope's answer for these references, as seen by this caller (`self` and names depend
    * on it): at once when it is kept, else once the look-up (shared with any other under way) answers.
    */
-  resolve(ctx: Context, refs: ScopeRefs, caller: Scope): Maybe<PathScopes | undefined> {
+  resolve(ctx: Pick<DirectoryNeeds, "db">, refs: ScopeRefs, caller: Scope): Maybe<PathScopes | undefined> {
     const id = answerId(refs, caller);
     const answer = this.#answer(ctx, refs, caller, id);
     return answer instanceof Promise ? answer.catch((error: unknown) => this.#lastOr(id, error)) : answer;
@@ -102,12 +102,12 @@ export class PathScopeCache {
    * The database's answer, not a kept one (the key paths ask afresh each time), remembered as the last
    * answer all the same: while the database cannot be reached, that last answer stands in for it.
    */
-  resolveAfresh(ctx: Context, refs: ScopeRefs, caller: Scope): Promise<PathScopes | undefined> {
+  resolveAfresh(ctx: Pick<DirectoryNeeds, "db">, refs: ScopeRefs, caller: Scope): Promise<PathScopes | undefined> {
     const id = answerId(refs, caller);
     return this.#lookup(ctx, refs, caller, id).catch((error: unknown) => this.#lastOr(id, error));
   }
 
-  #answer(ctx: Context, refs: ScopeRefs, caller: Scope, id: string): Maybe<PathScopes | undefined> {
+  #answer(ctx: Pick<DirectoryNeeds, "db">, refs: ScopeRefs, caller: Scope, id: string): Maybe<PathScopes | undefined> {
     if (!this.#listening) return this.#lookup(ctx, refs, caller, id);
     const kept = this.#cache.get(id);
     if (kept !== undefined) return kept instanceof Promise ? kept : kept.found;
@@ -122,7 +122,7 @@ export class PathScopeCache {
   }
 
   /** The database's answer, remembered as the last one unless a change was announced meanwhile. */
-  #lookup(ctx: Context, refs: ScopeRefs, caller: Scope, id: string): Promise<PathScopes | undefined> {
+  #lookup(ctx: Pick<DirectoryNeeds, "db">, refs: ScopeRefs, caller: Scope, id: string): Promise<PathScopes | undefined> {
     const changes = this.#changes;
     const at = this.#now();
     const lookup = this.#resolve(ctx, refs, caller);

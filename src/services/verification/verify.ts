@@ -7,7 +7,7 @@ import type { RestrictionReason } from "../../domain/policy/restrictions/restric
 import { levelOf, scopeOf, type Level, type Scope } from "../../domain/scope/scope.ts";
 import { recordAuthentication } from "./auth-outcome.ts";
 import { usableKey } from "./authenticate.ts";
-import type { Context } from "../context.ts";
+import type { VerificationNeeds } from "./needs.ts";
 import { after, type Maybe } from "../maybe.ts";
 import { countersOf, factsOf, meteredVerdict, meters, restrictionOf, unchargedReport, type PolicyReport } from "../policy/policy-check.ts";
 import { UNBOUND, type PolicyChain } from "../policy/policy-chain.ts";
@@ -45,7 +45,7 @@ export interface VerifyRequest {
  * and credits need; throws Throttled (429) for a throttled client whose token is not known valid, and
  * StoreUnavailable (503) when the database is needed and cannot be reached.
  */
-export function verifyRequest(ctx: Context, req: VerifyRequest): Maybe<Verdict> {
+export function verifyRequest(ctx: VerificationNeeds, req: VerifyRequest): Maybe<Verdict> {
   return after(usableKey(ctx, req.endpoint, req.client, req.token), (key) => {
     if (typeof key === "string") return { code: key.toUpperCase() as Uppercase<typeof key> };
     return after(req.path === undefined || mayReachPath(ctx, key, req.method, req.path), (reaches) => {
@@ -55,13 +55,13 @@ export function verifyRequest(ctx: Context, req: VerifyRequest): Maybe<Verdict> 
   });
 }
 
-function decide(ctx: Context, key: StoredKey, chain: PolicyChain, req: VerifyRequest, reaches: boolean): Maybe<Verdict> {
+function decide(ctx: VerificationNeeds, key: StoredKey, chain: PolicyChain, req: VerifyRequest, reaches: boolean): Maybe<Verdict> {
   recordAuthentication(ctx, req.endpoint, req.client, reaches ? "valid" : "forbidden");
   if (chain === UNBOUND) return { code: reaches ? "VALID" : "FORBIDDEN", key, level: levelOf(key) };
   return judgePolicy(ctx, key, chain, req, reaches);
 }
 
-function judgePolicy(ctx: Context, key: StoredKey, chain: PolicyChain, req: VerifyRequest, reaches: boolean): Maybe<Verdict> {
+function judgePolicy(ctx: VerificationNeeds, key: StoredKey, chain: PolicyChain, req: VerifyRequest, reaches: boolean): Maybe<Verdict> {
   const level = levelOf(key);
   let facts: RequestFacts | undefined;
   const factsOnce = () => (facts ??= factsOf(req));
@@ -91,11 +91,11 @@ function judgePolicy(ctx: Context, key: StoredKey, chain: PolicyChain, req: Veri
   });
 }
 
-function mayReachPath(ctx: Context, key: StoredKey, method: string, path: string): Maybe<boolean> {
+function mayReachPath(ctx: VerificationNeeds, key: StoredKey, method: string, path: string): Maybe<boolean> {
   return ctx.pathScopes.reaches(key, method, path, () => judgePath(ctx, key, method, path));
 }
 
-function judgePath(ctx: Context, key: StoredKey, method: string, path: string): Maybe<boolean> {
+function judgePath(ctx: VerificationNeeds, key: StoredKey, method: string, path: string): Maybe<boolean> {
   const targets = pathTargets(path);
   if (!targets) return false;
   const caller = scopeOf(key);
@@ -105,7 +105,7 @@ function judgePath(ctx: Context, key: StoredKey, method: string, path: string): 
   return reachesFrom(0);
 }
 
-function reachesTarget(ctx: Context, caller: Scope, method: string, { refs, atApplication }: PlatformTarget): Maybe<boolean> {
+function reachesTarget(ctx: VerificationNeeds, caller: Scope, method: string, { refs, atApplication }: PlatformTarget): Maybe<boolean> {
   if (Object.keys(refs).length === 0) return mayReach(caller, undefined, method, atApplication);
   return after(ctx.pathScopes.resolve(ctx, refs, caller), (named) => named !== undefined && mayReach(caller, named, method, atApplication));
 }

@@ -7,7 +7,7 @@ import { deliveryListByWebhook } from "../../store/webhooks/webhook-deliveries.t
 import {
   webhookDelete, webhookFindById, webhookInsert, webhookListByScope, webhookLockScope, webhookNextId, webhookUpdate, type WebhookPage,
 } from "../../store/webhooks/webhooks.ts";
-import type { Context } from "../context.ts";
+import type { WebhooksNeeds } from "./needs.ts";
 
 // Use cases of webhooks (docs/webhooks.md). `caller` is the scope of the key that asks, null for the
 // admin: a key sees and manages the webhooks whose scope lies inside its own; any other is 404, the
@@ -17,7 +17,7 @@ import type { Context } from "../context.ts";
 const secretBinding = (id: number) => Buffer.from(`webhook:${id}`);
 
 /** A webhook's signing secret, opened. */
-export function webhookSecret(ctx: Pick<Context, "sealer">, id: number, sealed: Buffer): string {
+export function webhookSecret(ctx: Pick<WebhooksNeeds, "sealer">, id: number, sealed: Buffer): string {
   return ctx.sealer.open(sealed, secretBinding(id));
 }
 
@@ -28,7 +28,7 @@ export interface WebhookRequest {
 }
 
 /** Refuses (400) a URL a webhook may not have: its scheme, its host, or an address its name resolves to. */
-export async function requireReachable(ctx: Pick<Context, "webhooks">, text: string): Promise<void> {
+export async function requireReachable(ctx: Pick<WebhooksNeeds, "webhooks">, text: string): Promise<void> {
   const check = checkWebhookUrl(text, ctx.webhooks);
   if (!check.ok) throw badRequest(`Invalid request body: ${check.reason}.`);
   if (ctx.webhooks.allowPrivate || hostAddress(check.url) !== undefined) return;
@@ -44,7 +44,7 @@ export async function requireReachable(ctx: Pick<Context, "webhooks">, text: str
 }
 
 /** A new webhook at `scope`, with its secret: the one time the secret is shown. 409 when the scope holds WEBHOOKS_PER_SCOPE already. */
-export async function createWebhook(ctx: Context, scope: Scope | null, req: WebhookRequest): Promise<{ webhook: Webhook; secret: string }> {
+export async function createWebhook(ctx: WebhooksNeeds, scope: Scope | null, req: WebhookRequest): Promise<{ webhook: Webhook; secret: string }> {
   await requireReachable(ctx, req.url);
   const secret = newWebhookSecret();
   const id = await webhookNextId(ctx.db);
@@ -65,7 +65,7 @@ const typesOf = (events: readonly WebhookType[] | undefined): WebhookType[] => W
 export const webhookNotFound = () => notFound("No such webhook.");
 
 /** A webhook `caller` may manage (null: the admin), else 404. */
-async function manageable(ctx: Context, caller: Scope | null, id: number): Promise<StoredWebhook> {
+async function manageable(ctx: WebhooksNeeds, caller: Scope | null, id: number): Promise<StoredWebhook> {
   const found = await webhookFindById(ctx.db, id);
   if (!found || (caller !== null && (found.scope === null || !mayManage(caller, found.scope)))) throw webhookNotFound();
   return found;
@@ -74,11 +74,11 @@ async function manageable(ctx: Context, caller: Scope | null, id: number): Promi
 const shown = ({ secretSealed: _secret, ...webhook }: StoredWebhook): Webhook => webhook;
 
 /** The webhooks `caller` may manage, by id: a page of them, or all. */
-export async function listWebhooks(ctx: Context, caller: Scope | null, page: WebhookPage = {}): Promise<Webhook[]> {
+export async function listWebhooks(ctx: WebhooksNeeds, caller: Scope | null, page: WebhookPage = {}): Promise<Webhook[]> {
   return (await webhookListByScope(ctx.db, caller, page)).map(shown);
 }
 
-export async function getWebhook(ctx: Context, caller: Scope | null, id: number): Promise<Webhook> {
+export async function getWebhook(ctx: WebhooksNeeds, caller: Scope | null, id: number): Promise<Webhook> {
   return shown(await manageable(ctx, caller, id));
 }
 
@@ -89,7 +89,7 @@ export interface WebhookPatch {
   description?: string | null | undefined;
 }
 
-export async function updateWebhook(ctx: Context, caller: Scope | null, id: number, patch: WebhookPatch): Promise<Webhook> {
+export async function updateWebhook(ctx: WebhooksNeeds, caller: Scope | null, id: number, patch: WebhookPatch): Promise<Webhook> {
   const was = await manageable(ctx, caller, id);
   if (patch.url !== undefined && patch.url !== was.url) await requireReachable(ctx, patch.url);
   const updated = await webhookUpdate(ctx.db, id, {
@@ -103,7 +103,7 @@ export async function updateWebhook(ctx: Context, caller: Scope | null, id: numb
 }
 
 /** Deletes a webhook with its deliveries; 404 for one the caller may not manage (or none). */
-export async function deleteWebhook(ctx: Context, caller: Scope | null, id: number): Promise<void> {
+export async function deleteWebhook(ctx: WebhooksNeeds, caller: Scope | null, id: number): Promise<void> {
   await manageable(ctx, caller, id);
   await webhookDelete(ctx.db, id);
 }
@@ -115,7 +115,7 @@ export interface DeliveryPage {
 }
 
 /** A page of a webhook's deliveries, newest first. */
-export async function listDeliveries(ctx: Context, caller: Scope | null, id: number, page: DeliveryPage): Promise<WebhookDelivery[]> {
+export async function listDeliveries(ctx: WebhooksNeeds, caller: Scope | null, id: number, page: DeliveryPage): Promise<WebhookDelivery[]> {
   await manageable(ctx, caller, id);
   return deliveryListByWebhook(ctx.db, id, page);
 }

@@ -1,5 +1,5 @@
 import type { CatchUp, Queryable } from "../database.ts";
-import type { KeyChange } from "./key-changes.ts";
+import type { KeyChange } from "./key-change.ts";
 
 // Announcements on keyplane_keys are a wake-up; the record is the key event log (key_events, written in
 // the transaction of every change to a key). The listener reads the log on its own connection after
