@@ -101,7 +101,7 @@ export interface Embedded {
 
 /**
  * The directory objects of a list's keys, by alias and id ("c1", "d10"): read once for the whole list,
- * so its rows share them (and the list's writer serialises each once, src/http/key-text.ts).
+ * so its rows share them (and the list's writer serialises each once, src/http/keys/key-text.ts).
  */
 export type Entities = Map<string, Customer | Domain | Application | Subscriber | User>;
 

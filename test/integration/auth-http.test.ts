@@ -14,7 +14,7 @@ import { captureLogger, startService, type TestService } from "../support/servic
 import { createTenant, type Tenant } from "../support/world.ts";
 
 // /auth, forward authentication for gateways (docs/gateways.md): the three gateways' conventions for
-// the original request, each read alone (src/http/auth-gateway.test.ts has their table), every answer and its headers, and the level rules on paths as the upstream sees them.
+// the original request, each read alone (src/http/verification/auth-gateway.test.ts has their table), every answer and its headers, and the level rules on paths as the upstream sees them.
 describe("headerText", () => {
   it.each([["acme", "acme"], ["Acme Corp.", "Acme Corp."], ["100%", "100%25"], ["Zürich", "Z%C3%BCrich"], ["a\nb", "a%0Ab"], ["日本", "%E6%97%A5%E6%9C%AC"]])("%j as %j", (name, text) => {
     expect(headerText(name)).toBe(text);

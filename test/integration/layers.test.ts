@@ -20,7 +20,7 @@ const REFUSED: [file: string, target: string, rule: string][] = [
   ["src/store/keys/d.ts", "../../services/keys/keys.ts", "store-over-domain"],
   ["src/store/e.ts", "./../http/route.ts", "store-over-domain"],
   ["src/services/keys/f.ts", "../../http/route.ts", "services-over-store"],
-  ["src/services/analytics/g.ts", "../../operator/plan.ts", "services-over-store"],
+  ["src/services/analytics/g.ts", "../../operator/reconcile/plan.ts", "services-over-store"],
   ["src/http/keys/h.ts", "../../store/keys/keys.ts", "http-not-store"],
   ["src/http/import/i.ts", "../../store/database.ts", "http-not-store"],
   ["src/operator/reconcile/j.ts", "../../store/database.ts", "operator-not-store"],

@@ -8,7 +8,7 @@ export interface Policy {
   restrictions?: Restrictions | undefined;
   ratelimits?: readonly RateLimit[] | undefined;
   credits?: Credits | undefined;
-  /** What a leak report does to a live key: the nearest one set binds, not the strictest (domain/leak-policy.ts). */
+  /** What a leak report does to a live key: the nearest one set binds, not the strictest (domain/leaks/leak-policy.ts). */
   leakPolicy?: LeakPolicy | undefined;
 }
 

@@ -28,7 +28,7 @@ async function authorizedTarget(ctx: Pick<VerificationNeeds, "db" | "pathScopes"
     return caller;
   }
   const resolved = await ctx.pathScopes.resolveAfresh(ctx, req.params as ScopeRefs, caller);
-  // The level rules every platform path follows (domain/access.ts); a key path never ends at an application.
+  // The level rules every platform path follows (domain/scope/access.ts); a key path never ends at an application.
   if (!resolved || !mayReach(caller, resolved, req.method, false)) throw unauthorized("This key may not manage keys here.");
   return resolved.target;
 }

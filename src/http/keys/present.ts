@@ -3,7 +3,7 @@ import type { Key, StoredKey } from "../../domain/model.ts";
 import type { Level } from "../../domain/scope/scope.ts";
 import type { Principal } from "../../services/verification/authenticate.ts";
 
-// Keys and events as the API shows them. The shapes themselves are domain/key-json.ts's, so that
+// Keys and events as the API shows them. The shapes themselves are domain/keys/key-json.ts's, so that
 // webhook messages show keys and events exactly as the API does (docs/webhooks.md).
 export { eventJson, keyJson } from "../../domain/keys/key-json.ts";
 

@@ -39,7 +39,7 @@ export interface KeyWithToken extends KeyView {
 
 /** A key as it was last stored, whatever became of it since: how a rotation made elsewhere is seen. */
 export interface KeyRecord extends KeyView {
-  /** The first and last characters of its token (domain/token.ts); never the whole token. */
+  /** The first and last characters of its token (domain/keys/token.ts); never the whole token. */
   hint: string;
   /** When it stops authenticating: for a replaced key, the end of the grace period its rotation gave it. */
   expiresAt: Date | null;
@@ -64,7 +64,7 @@ export interface KeyStore {
   claim(id: number, owner: string): Promise<boolean>;
   /**
    * Changes a key; `owner` ("namespace/name" of the ApiKey) is the change's actor in the key's events.
-   * A policy given resets the live balance, unless `balance` is "keep" (services/keys.ts).
+   * A policy given resets the live balance, unless `balance` is "keep" (services/keys/keys.ts).
    */
   update(key: Pick<KeyView, "id" | "scope">, patch: KeyPatch, owner: string, balance?: BalanceOnPolicy): Promise<void>;
   delete(key: Pick<KeyView, "id" | "scope">, owner: string): Promise<void>;

@@ -10,7 +10,7 @@ import {
 } from "../../domain/policy/policy.ts";
 import { isText, TEXT_RULE } from "../../domain/text.ts";
 
-/** How long one entry of a list may be: as the REST API takes it (http/policy-schema.ts). */
+/** How long one entry of a list may be: as the REST API takes it (http/policy/policy-schema.ts). */
 const ENTRY_MAX = 2048;
 
 const whole = ({ min, max }: { min: number; max: number }) => z.int().min(min).max(max);

@@ -28,7 +28,7 @@ async function unique<T>(what: string, insert: () => Promise<T>): Promise<T> {
 /**
  * A new customer, domain, application or subscriber: paths that name it resolve at once on this
  * process, even where it was looked for and not found before; other processes hear the directory's
- * announcement (services/cache-invalidation.ts).
+ * announcement (services/verification/cache-invalidation.ts).
  */
 async function created<T>(ctx: DirectoryNeeds, entity: Promise<T>): Promise<T> {
   const made = await entity;
@@ -135,7 +135,7 @@ export async function deleteEntity(ctx: DirectoryNeeds, table: EntityTableName, 
   });
   // Many keys may have gone: drop every cached verification here; other processes hear the
   // per-key notifications. Paths that name the entity refuse at once here; other processes hear the
-  // directory's notification (services/cache-invalidation.ts).
+  // directory's notification (services/verification/cache-invalidation.ts).
   ctx.keyCache.clear();
   ctx.pathScopes.clear();
 }

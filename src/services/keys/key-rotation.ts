@@ -45,7 +45,7 @@ export async function rotateKey(ctx: KeysNeeds, target: Reach, ref: string, req:
 
 /**
  * The rotation of a key that `tx` has locked (keyLockById) and nothing has replaced: what rotateKey
- * does, and a leak report's `rotate` (services/leaks.ts). The caller counts the events and drops the
+ * does, and a leak report's `rotate` (services/leaks/leaks.ts). The caller counts the events and drops the
  * old key from its cache once the transaction is committed.
  */
 export function rotateLocked(

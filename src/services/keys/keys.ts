@@ -19,7 +19,7 @@ import { policyChanges, resetBalance } from "../policy/policy-changes.ts";
 
 // Use cases of keys. `target` is always the scope the caller is working in (already authorized):
 // a key outside it is treated exactly like a key that does not exist, and so is an expired one. On
-// the key paths it names the calling key too (domain/lineage.ts): a restricted caller reaches only
+// the key paths it names the calling key too (domain/keys/lineage.ts): a restricted caller reaches only
 // itself and its descendants, and every other key is as if it did not exist.
 // `by` is who makes a change: every change is recorded as an event, in the same transaction.
 
@@ -139,7 +139,7 @@ function names(ref: string, key: StoredKey): boolean {
   return ref === String(key.id) || (isTokenFormat(ref) && tokenHash(ref).equals(key.hash));
 }
 
-/** A key as every answer shows it: its policies' credits at their live balances (services/credits.ts). */
+/** A key as every answer shows it: its policies' credits at their live balances (services/policy/credits.ts). */
 export async function keyShown(ctx: KeysNeeds, key: Key): Promise<Key> {
   return (await keysShown(ctx.db, [key], ctx.clock()))[0]!;
 }

@@ -11,7 +11,7 @@ import { after, type Maybe } from "../maybe.ts";
 
 // The policies that bind a key (docs/api.md, "Key policy"): its customer's, domain's, application's or
 // subscriber's, its ancestors' own (docs/api.md, "Restricted keys"), and its own, outermost first,
-// each compiled once (the order is domain/lineage.ts's). What a verification does beyond the
+// each compiled once (the order is domain/keys/lineage.ts's). What a verification does beyond the
 // level rules starts here, and for a key that nothing binds ends here: one WeakMap look-up.
 //
 // A key's own policy comes with the key: a change to it drops the key from every process's cache

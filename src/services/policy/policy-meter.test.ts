@@ -5,7 +5,7 @@ import type { Credits } from "../../domain/policy/policy.ts";
 import type { Unused } from "../../store/policy/policy-counters.ts";
 import { PolicyMeter, type CounterSpec, type CounterStore, type MeterOutcome } from "./policy-meter.ts";
 
-// The meter over an in-memory store that keeps the promises of store/policy-counters.ts (a grant is
+// The meter over an in-memory store that keeps the promises of store/policy/policy-counters.ts (a grant is
 // all it asks for or nothing, never past a limit or below zero; a return only while the generation
 // holds), on a clock the test moves: leases, their sizes, and what a refused request charges.
 

@@ -37,7 +37,7 @@ export interface MeterStats {
   counters: number;
 }
 
-/** The statements of store/policy-counters.ts: what the meter asks of the database (tests give it their own). */
+/** The statements of store/policy/policy-counters.ts: what the meter asks of the database (tests give it their own). */
 export interface CounterStore {
   windowGrant(holder: string, name: string, windowStart: number, want: number, limit: number): Promise<Grant>;
   balanceGrant(holder: string, want: number, refilling: Refilling, initial: { remaining: number; at: Date }): Promise<BalanceGrant>;

@@ -70,7 +70,7 @@ function failed(ctx: VerificationNeeds, endpoint: AuthEndpoint, client: string, 
 
 /** A request on keyplane's own key paths, as a policy's restrictions judge it (docs/api.md, "Key policy"). */
 export interface KeyPathRequest {
-  /** Who asks (http/client-address.ts): failures are counted against it, and `ips` judge it. */
+  /** Who asks (http/verification/client-address.ts): failures are counted against it, and `ips` judge it. */
   client: string;
   referrer: string | undefined;
   method: string | undefined;

@@ -14,7 +14,7 @@ import { resolvePathScope } from "../directory/path-scope.ts";
 // query or more. See docs/adr/0008-directory-cache.md. Correctness rests on these rules:
 // - any change to the directory forgets every answer: before the request that made it answers (same
 //   process, deleteEntity), and on hearing the database's announcement (every process,
-//   services/cache-invalidation.ts), so an answer is kept for as long as it is true, with no time limit;
+//   services/verification/cache-invalidation.ts), so an answer is kept for as long as it is true, with no time limit;
 // - while announcements may be missed (the listening connection lost), nothing is cached: every
 //   look-up asks the database, until listening again;
 // - a look-up under way when the answers are forgotten is forgotten with them (what it finds may be
@@ -76,7 +76,7 @@ export class PathScopeCache {
    */
   reaches(key: StoredKey, method: string, path: string, judge: () => Maybe<boolean>): Maybe<boolean> {
     if (!this.#listening) return judge();
-    // The whole spelling, not a reading of it: a verdict is for every reading of this path (domain/platform-path.ts).
+    // The whole spelling, not a reading of it: a verdict is for every reading of this path (domain/scope/platform-path.ts).
     // A method never holds a line feed (letters on /verify, a header's value on /auth): the parts cannot run together.
     const id = `${key.id}\n${method}\n${path}`;
     const kept = this.#reaches.get(id);

@@ -14,7 +14,7 @@ import { UNBOUND, type PolicyChain } from "../policy/policy-chain.ts";
 
 // Verification for the rest of the platform (docs/api.md, "Verification"): may this token do this
 // method on this path? One answer for POST /verify and /auth, its checks in order: the token, the level
-// rules of domain/access.ts, then the key's policy (docs/api.md, "Key policy"): restrictions, rate
+// rules of domain/scope/access.ts, then the key's policy (docs/api.md, "Key policy"): restrictions, rate
 // limits, credits. A key that no policy binds stops after the level rules, as it always did.
 export const VERDICT_CODES = ["VALID", "MALFORMED", "UNKNOWN", "DISABLED", "EXPIRED", "FORBIDDEN", "RESTRICTED", "RATE_LIMITED", "USAGE_EXCEEDED"] as const;
 type VerdictCode = (typeof VERDICT_CODES)[number];
@@ -26,7 +26,7 @@ export type Verdict =
 
 export interface VerifyRequest {
   endpoint: "verify" | "auth";
-  /** Who asks (http/client-address.ts): failures are counted against it. */
+  /** Who asks (http/verification/client-address.ts): failures are counted against it. */
   client: string;
   token: string;
   /** The original request's method, upper-case. */
@@ -99,7 +99,7 @@ function judgePath(ctx: VerificationNeeds, key: StoredKey, method: string, path:
   const targets = pathTargets(path);
   if (!targets) return false;
   const caller = scopeOf(key);
-  // Upstreams read some spellings differently (domain/platform-path.ts): the key must reach what each reading names.
+  // Upstreams read some spellings differently (domain/scope/platform-path.ts): the key must reach what each reading names.
   const reachesFrom = (i: number): Maybe<boolean> =>
     i === targets.length || after(reachesTarget(ctx, caller, method, targets[i]!), (reaches) => reaches && reachesFrom(i + 1));
   return reachesFrom(0);

@@ -117,7 +117,7 @@ export async function keyFindEverById(q: Queryable, id: number): Promise<StoredK
 }
 
 const FIND_BY_HASH = `${KEY_SELECT} WHERE k.token_hash = $1 AND k.deleted_at IS NULL`;
-/** The undeleted key behind a token hash, expired or not: the caller judges its state (domain/key-state.ts). */
+/** The undeleted key behind a token hash, expired or not: the caller judges its state (domain/keys/key-state.ts). */
 export async function keyFindByHash(q: Queryable, hash: Buffer): Promise<StoredKey | undefined> {
   const rows = await q.query(FIND_BY_HASH, [hash]);
   return rows[0] ? storedKeyFrom(rows[0]) : undefined;

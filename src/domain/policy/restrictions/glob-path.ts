@@ -6,7 +6,7 @@ import type { Parsed } from "../policy.ts";
 // segment by segment against a request's path as an upstream reads it (percent-decoded, dot segments
 // removed, the query dropped: a PathReading), so no spelling of a path matches what its plain form
 // would not. A pattern's own segments are percent-decoded too, and its scope keywords read as a path's
-// are (`/Tenants/*/calls` is `/customers/*/calls`, domain/scope-keywords.ts). A trailing slash names the
+// are (`/Tenants/*/calls` is `/customers/*/calls`, domain/scope/scope-keywords.ts). A trailing slash names the
 // same resource as the path without it, as it does for an application's configuration: `/calls/` and
 // `/calls` match the same patterns. Restrictions match exactly; rate limits ignore letter case
 // (foldedPathGlob, foldedReading): a request that an upstream routing without regard to case serves as
