@@ -1,3 +1,6 @@
+// keys/ of domain/: a key's token and its format, name, state, events and their authors, lineage, expiry
+// and how an authentication can end. It may use domain/'s top files, scope/ and policy/.
+//
 // Whether a key may be used as a credential at a given time (docs/api.md, "Lifecycle"). Expiry comes
 // first: an expired key is gone like a deleted one, whether or not it was also disabled.
 export type KeyState = "active" | "disabled" | "expired";

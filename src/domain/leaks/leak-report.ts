@@ -1,3 +1,6 @@
+// leaks/ of domain/: leak reports, their signatures (GitHub's secret scanning) and what a leak policy does.
+// It may use domain/'s top files and policy/.
+//
 // A leak report (docs/leaks.md): tokens a scanner found where they must not be, each answered with a
 // label: whether it is, or was, a keyplane key. The answer names a token by its SHA-256 only.
 

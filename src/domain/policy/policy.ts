@@ -1,3 +1,6 @@
+// policy/ of domain/: a policy and its compiled form (here), its restrictions (restrictions/: addresses,
+// referrers, methods, paths) and limits (limits/: rate-limit windows, credits, refills). It may use scope/.
+
 import type { Level } from "../scope/scope.ts";
 
 // A policy, on a key or on a directory entity (docs/api.md, "Key policy"): from where a key may be used

@@ -1,3 +1,6 @@
+// scope/ of domain/: scopes and "may manage", what a platform path names and its keywords' canonical form,
+// how a path segment names an entity. It uses nothing outside domain/'s top files.
+//
 // A key's scope: a customer, optionally narrowed to a domain, and within a domain to one voice
 // application or one subscriber. Scopes nest; "inside" is the whole authorization model.
 export interface Scope {

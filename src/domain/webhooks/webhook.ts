@@ -1,3 +1,6 @@
+// webhooks/ of domain/: webhooks, their messages' signature, the retry schedule, the addresses they may
+// not reach, when expiry notices are due. It may use domain/'s top files, scope/ and policy/.
+
 import type { Scope } from "../scope/scope.ts";
 
 // Lifecycle webhooks (docs/webhooks.md): what a webhook is, and the messages it is sent.

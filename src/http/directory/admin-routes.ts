@@ -1,3 +1,6 @@
+// directory/ of http/: the admin API's directory of entities, their keys and policies. It may use domain/,
+// http/'s top files, runtime/, services/ (directory, keys, policy), http/keys/ and http/policy/.
+
 import type { Request } from "express";
 import type { Customer, Domain } from "../../domain/model.ts";
 import { customerScope } from "../../domain/scope/scope.ts";

@@ -1,3 +1,6 @@
+// keys/ of http/: the key paths under each base and spelling, their lifecycle routes, listing and how keys
+// are shown. It may use domain/, http/'s top files, services/ (keys, policy, verification) and http/policy/.
+
 import type { KeysNeeds } from "../../services/keys/needs.ts";
 import type { PolicyNeeds } from "../../services/policy/needs.ts";
 import type { VerificationNeeds } from "../../services/verification/needs.ts";

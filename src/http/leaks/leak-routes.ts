@@ -1,3 +1,6 @@
+// leaks/ of http/: GitHub's secret scanning endpoint and POST /admin/leaks, and their schemas. It may use
+// domain/, http/'s top files and services/ (leaks, keys).
+
 import express, { type Request, type RequestHandler, type Router } from "express";
 import { AppError, badRequest } from "../../domain/errors.ts";
 import { scanner } from "../../domain/keys/key-event.ts";

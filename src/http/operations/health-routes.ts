@@ -1,3 +1,6 @@
+// operations/ of http/: health and readiness, and the metrics server. It may use http/'s top files and
+// services/operations/.
+
 import type { OperationsNeeds } from "../../services/operations/needs.ts";
 import { isReady } from "../../services/operations/health.ts";
 import { sendError } from "../errors.ts";

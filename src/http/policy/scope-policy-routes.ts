@@ -1,3 +1,6 @@
+// policy/ of http/: policies of keys and entities, credits and usage, and their schemas. It may use
+// domain/, http/'s top files, services/ (policy, keys, verification) and http/keys/.
+
 import type { Request } from "express";
 import { forbidden } from "../../domain/errors.ts";
 import { sameScope } from "../../domain/scope/scope.ts";

@@ -1,3 +1,6 @@
+// verification/ of http/: POST /verify, /auth and its gateways, GET /keys/self's fast path, and the
+// client's address. It may use domain/, http/'s top files, services/ (verification, policy) and http/keys/.
+
 import type { RequestListener } from "node:http";
 import type { StoredKey } from "../../domain/model.ts";
 import { parseAddress } from "../../domain/policy/restrictions/cidr.ts";

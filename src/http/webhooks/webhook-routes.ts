@@ -1,3 +1,6 @@
+// webhooks/ of http/: the webhook paths of a scope and of the admin, and their schemas. It may use
+// domain/, http/'s top files, services/ (webhooks, directory) and http/keys/.
+
 import type { Request, Response } from "express";
 import { notFound } from "../../domain/errors.ts";
 import { parseId } from "../../domain/scope/identifier.ts";

@@ -1,3 +1,6 @@
+// kube/ of operator/: the Kubernetes machinery: informers and watches, the API client and its connections,
+// the work queue, leader election, the owner index. It may use resource/ and services/operations/.
+//
 // List-and-watch of one kind of object into a cache, after client-go's reflector: list, then watch from
 // the list's resourceVersion (kept fresh by bookmarks); a dropped watch resumes where it was, after a
 // backoff when it failed; 410 Gone relists, and the difference comes out as events.

@@ -1,3 +1,6 @@
+// reconcile/ of operator/: gather -> plan -> apply for one ApiKey, and the key store it reads and changes
+// (through services/ keys and directory). It may use domain/, resource/, rotation/ and kube/.
+//
 // reconcile: gather -> plan -> apply for one ApiKey, until its plan settles. Level-based: it looks at
 // how things are, never at what event brought it here, so running it again is always safe.
 import { AppError } from "../../domain/errors.ts";

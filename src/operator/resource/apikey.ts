@@ -1,3 +1,6 @@
+// resource/ of operator/: the ApiKey custom resource and its CRD, its status, its Secret, and what it
+// names (durations, object references, namespace bindings). It may use domain/.
+//
 // The ApiKey custom resource (docs/operator.md): its names, the zod schemas of spec and status, the types of
 // the whole object, and the effective values of a spec. crd.ts turns these schemas into the CRD.
 import { z } from "zod";

@@ -1,3 +1,6 @@
+// rotation/ of operator/: when an ApiKey's key is rotated, the plan of a rotation, and the workloads it
+// restarts. It may use domain/, resource/ and reconcile/'s actions.
+//
 // The rotation decision of an ApiKey (docs/operator.md, "Rotation"): whether to rotate now, to record a
 // request without rotating, to retire the replaced key, or to wait until when. Pure.
 import type { EffectiveRotation, RotationStatus } from "../resource/apikey.ts";

@@ -1,6 +1,6 @@
 // The directory room (docs/api.md, "Directory"): customers, domains, applications, subscribers and
 // users, what a platform path names, and an ApiKey's references resolved. It may use domain/, store/
-// (directory/, keys/) and the keys room (a user is created with its key).
+// (directory/, keys/), the keys room (a user is created with its key) and the policy room's credits.
 import type { Sealer } from "../../domain/seal.ts";
 import type { Database } from "../../store/database.ts";
 

@@ -1,6 +1,6 @@
 // The keys room: provisioning, reading, changing, rotating and deleting keys, their events, the
 // operator's claims on them, the expiry sweep and the notifications of key changes. It may use domain/,
-// store/ (keys/, policy/), and the policy room's credits and chains.
+// store/ (keys/, policy/), the policy room (credits, chains) and the verification room's key cache.
 import type { Sealer } from "../../domain/seal.ts";
 import type { Database } from "../../store/database.ts";
 import type { Metrics } from "../operations/metrics.ts";

@@ -1,6 +1,6 @@
 // The leaks room (docs/leaks.md): a scanner's reports of tokens found in public, checked against
 // GitHub's signing keys, each live key acted on by its leak policy. It may use domain/, store/ (leaks/,
-// keys/, policy/) and the keys room (a rotation or a disabling is a change to the key).
+// keys/, policy/), the keys room (a rotation or a disabling is a change to the key) and the key cache.
 import type { Logger } from "pino";
 import type { LeakPolicy } from "../../domain/policy/policy.ts";
 import type { Sealer } from "../../domain/seal.ts";

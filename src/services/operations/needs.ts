@@ -1,5 +1,6 @@
 // The operations room (docs/operations.md): readiness, the Prometheus metrics, request durations, and
-// the periodic work's timer. It may use domain/ and store/; every room may report to its metrics.
+// the periodic work's timer. It may use domain/, store/ and the statistics the other rooms keep; every
+// room may report to its metrics.
 import type { Database } from "../../store/database.ts";
 import type { Migration } from "../../store/migrate.ts";
 

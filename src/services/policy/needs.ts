@@ -1,6 +1,6 @@
-// The policy room: key and entity policies, their chains, the checks a verification makes, the meter
-// of rate limits and credits (leases, docs/adr/0013), credit balances and a key's usage. It may use
-// domain/, store/ (policy/, keys/, directory/) and the keys room (a key's policy is a change to the key).
+// The policy room: key and entity policies, their chains, the checks a verification makes, the meter of
+// rate limits and credits (leases, docs/adr/0013), credit balances and a key's usage. It may use domain/,
+// store/ (policy/, keys/, directory/), the keys room (a policy is a change to a key) and the key cache.
 import type { Logger } from "pino";
 import type { Database } from "../../store/database.ts";
 import type { Metrics } from "../operations/metrics.ts";

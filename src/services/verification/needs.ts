@@ -1,7 +1,6 @@
-// The verification room: authentication of a key (REST, POST /verify, /auth), its caches (keys by
-// token hash, what platform paths name), the throttle of failed attempts, last use, and the caches'
-// invalidation on the database's announcements. It may use domain/, store/, and the directory and
-// policy rooms (paths resolved, policy chains judged).
+// The verification room: authentication of a key (REST, POST /verify, /auth), its caches (keys by token
+// hash, what platform paths name) and their invalidation, the throttle of failed attempts, last use. It
+// may use domain/, store/, and the directory and policy rooms (paths resolved, policy chains judged).
 import type { Logger } from "pino";
 import type { Database } from "../../store/database.ts";
 import type { Metrics } from "../operations/metrics.ts";

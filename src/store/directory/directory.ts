@@ -1,3 +1,6 @@
+// directory/ of store/: the directory's entities, their announcements (keyplane_directory) and the SQL
+// of "inside a scope". It may use domain/, store/'s top files and keys/.
+
 import type { Identifier } from "../../domain/scope/identifier.ts";
 import type { Application, Customer, Domain, HttpMethod, Subscriber, User } from "../../domain/model.ts";
 import type { Author } from "../../domain/keys/key-event.ts";

@@ -1,3 +1,6 @@
+// keys/ of store/: keys, their events, the keyplane_keys announcements and the catch-up from the key
+// event log. It may use domain/, store/'s top files (the connection), directory/ and policy/.
+
 import type { Author, Changes } from "../../domain/keys/key-event.ts";
 import type { AncestorPolicy } from "../../domain/keys/lineage.ts";
 import type { KeyType, StoredKey } from "../../domain/model.ts";

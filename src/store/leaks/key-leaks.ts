@@ -1,3 +1,6 @@
+// leaks/ of store/: what a leak report records against a key. It may use domain/, store/'s top files
+// and keys/.
+
 import type { Author, LeakChanges } from "../../domain/keys/key-event.ts";
 import type { Queryable } from "../database.ts";
 import { recordEvents } from "../keys/key-events.ts";

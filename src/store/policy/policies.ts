@@ -1,3 +1,6 @@
+// policy/ of store/: key and entity policies, balances, and the counters of rate-limit windows and
+// credits. It may use domain/ and store/'s top files.
+
 import type { Policy } from "../../domain/policy/policy.ts";
 import type { Queryable, Row } from "../database.ts";
 

@@ -1,3 +1,6 @@
+// webhooks/ of store/: webhooks, their deliveries (the outbox) and the notices recorded as sent. It may
+// use domain/, store/'s top files, keys/, directory/ and policy/.
+
 import type { Scope } from "../../domain/scope/scope.ts";
 import type { StoredWebhook, WebhookType } from "../../domain/webhooks/webhook.ts";
 import type { Queryable, Row } from "../database.ts";

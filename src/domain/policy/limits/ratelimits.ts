@@ -1,3 +1,6 @@
+// limits/ of domain/policy/: how fast and how much: rate limits and their windows, credits and their
+// refills, and the verdicts of each. It may use policy/'s own files, restrictions/ and scope/.
+
 import { compileEntries, compileMethods, integerProblem } from "../entries.ts";
 import { foldedPathGlob, matchesAnyPath, parsePathGlob, type PathGlob } from "../restrictions/glob-path.ts";
 import { RATELIMIT_LIMIT, RATELIMIT_NAME, RATELIMITS_MAX, WINDOW_SECONDS, type Parsed, type RateLimit } from "../policy.ts";

@@ -1,3 +1,6 @@
+// restrictions/ of domain/policy/: from where a key may be used (addresses, referrers, methods, paths),
+// and the facts of a request they judge. It may use policy/'s own files and scope/.
+
 import { cidrContains, parseCidr, type Cidr } from "./cidr.ts";
 import { compileEntries, compileMethods } from "../entries.ts";
 import { matchesAnyPath, parsePathGlob, type PathGlob } from "./glob-path.ts";
