@@ -6,7 +6,6 @@ import { AppsV1Api, CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node"
 import type { KubeConfig, V1DaemonSet, V1Deployment, V1Namespace, V1Secret, V1StatefulSet } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { errorFields } from "../domain/errors.ts";
-
 import type { Metrics } from "../services/operations/metrics.ts";
 import { API_VERSION, GROUP, KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, CRD_VERSION, type ApiKey } from "./resource/apikey.ts";
 import { listenForManagedKeyChanges } from "./feed.ts";

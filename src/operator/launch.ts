@@ -1,6 +1,5 @@
 import type { Logger } from "pino";
 import type { OperatorConfig } from "../config.ts";
-
 import type { RunningOperator } from "./start.ts";
 import type { KeyStoreNeeds } from "./reconcile/keystore.ts";
 

@@ -2,7 +2,6 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-
 import { createLogger } from "../logging.ts";
 import { loadConfig } from "../config.ts";
 import { startOperator } from "./launch.ts";

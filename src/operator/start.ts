@@ -4,7 +4,6 @@ import { hostname } from "node:os";
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { OperatorConfig } from "../config.ts";
-
 import { GROUP, PLURAL, CRD_VERSION } from "./resource/apikey.ts";
 import { reuseConnections } from "./kube/connections.ts";
 import { startController, type Controller, type ControllerStats } from "./controller.ts";
