@@ -8,7 +8,7 @@ import { parseArgs } from "node:util";
 import { PG_BIN } from "../test/support/pg-cluster.ts";
 import { patroniUnavailable, startPatroni, type PatroniCluster, type PatroniNode } from "../test/support/patroni.ts";
 import pg from "pg";
-import { keyLogRead } from "../src/store/key-catch-up.ts";
+import { keyLogRead } from "../src/store/keys/key-catch-up.ts";
 import { median } from "./rounds.ts";
 import { REPO, startKeyplane, type Server } from "./processes.ts";
 

@@ -3,8 +3,8 @@
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { CoreV1Event, KubeConfig, V1Secret } from "@kubernetes/client-node";
 import { afterAll, beforeAll, expect } from "vitest";
-import { GROUP, PLURAL, CRD_VERSION, type ApiKey, type ApiKeySpecInput } from "../../src/operator/apikey.ts";
-import { CUSTOMERS_ANNOTATION } from "../../src/operator/namespace-binding.ts";
+import { GROUP, PLURAL, CRD_VERSION, type ApiKey, type ApiKeySpecInput } from "../../src/operator/resource/apikey.ts";
+import { CUSTOMERS_ANNOTATION } from "../../src/operator/resource/namespace-binding.ts";
 import { runOperator, type Operator, type OperatorOptions } from "../../src/operator/start.ts";
 import { FaultProxy } from "../support/fault-proxy.ts";
 import type { TestCluster } from "../support/envtest.ts";

@@ -5,7 +5,7 @@
 // same, exactly once. A real API server with kube-controller-manager completing the rollouts of
 // workloads of 0 replicas; the operator behind a fault proxy; keyplane and the operator on one clock.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { ApiKeySpecInput } from "../../src/operator/apikey.ts";
+import type { ApiKeySpecInput } from "../../src/operator/resource/apikey.ts";
 import type { Operator } from "../../src/operator/start.ts";
 import { haveLua, runArgoHealth } from "../support/argocd.ts";
 import { fakeClock } from "../support/clock.ts";

@@ -4,7 +4,7 @@
 // server through a fault proxy that counts its writes; keyplane and the operator share a clock the test
 // moves, so grace periods and `every` pass without waiting for them.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { ApiKeySpecInput } from "../../src/operator/apikey.ts";
+import type { ApiKeySpecInput } from "../../src/operator/resource/apikey.ts";
 import type { Operator } from "../../src/operator/start.ts";
 import { haveLua, runArgoHealth } from "../support/argocd.ts";
 import { fakeClock } from "../support/clock.ts";

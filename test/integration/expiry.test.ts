@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sweepExpiries } from "../../src/services/expiry-sweep.ts";
+import { sweepExpiries } from "../../src/services/keys/expiry-sweep.ts";
 import { fakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";
 import { startPeer, startService, type TestService } from "../support/service.ts";

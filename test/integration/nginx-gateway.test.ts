@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseTrustedProxies } from "../../src/http/client-address.ts";
+import { parseTrustedProxies } from "../../src/http/verification/client-address.ts";
 import { listen, type Listening } from "../../src/http/server.ts";
 import { freePort, nginxMissing, shippedConfig, startNginx, startUpstream, type Nginx, type Upstream } from "../support/nginx.ts";
 import { startService, type TestService } from "../support/service.ts";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Policy } from "../../src/domain/policy/policy.ts";
-import { parseTrustedProxies } from "../../src/http/client-address.ts";
+import { parseTrustedProxies } from "../../src/http/verification/client-address.ts";
 import { listen, type Listening } from "../../src/http/server.ts";
 import { freePort, nginxMissing, shippedConfig, startNginx, startUpstream, type Nginx, type Upstream } from "../support/nginx.ts";
 import { setPolicy } from "../support/policy.ts";

@@ -1,7 +1,7 @@
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { customerObject, domainObject, keyObject } from "../../src/http/schemas.ts";
-import { CREDITS_CHANNEL } from "../../src/store/policies.ts";
+import { CREDITS_CHANNEL } from "../../src/store/policy/policies.ts";
 import { fakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";

@@ -4,7 +4,7 @@
 // every route to more through them. Beside the attacks, what stays as it was for unrestricted keys.
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseTrustedProxies } from "../../src/http/client-address.ts";
+import { parseTrustedProxies } from "../../src/http/verification/client-address.ts";
 import { keyObject } from "../../src/http/schemas.ts";
 import { fakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";
