@@ -57,7 +57,7 @@ describe.skipIf(unavailable && !CI)(`every verdict of a seen key through a datab
   let cluster: PgCluster;
   let proxy: TcpProxy;
   let set: ReplicaSet;
-  let replicas: Replica[] = [];
+  const replicas: Replica[] = [];
   /** Answers that are not what their status promises (a 503 without the JSON body, a 200 verdict not VALID). */
   const wrong: string[] = [];
   const checkedAnswer = answerCheck(wrong);
