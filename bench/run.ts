@@ -9,7 +9,7 @@ import type autocannon from "autocannon";
 import { gatewayPhase } from "./gateway.ts";
 import { each, inTurn, median, roundsDetail, type RoundsTools } from "./rounds.ts";
 import { countDetail, countFigures, countTransactions, createBenchDatabase, DEFAULT_DATABASE_URL, type BenchDatabase } from "./database.ts";
-import { client, expectStatus, type Client } from "./http.ts";
+import { client, customerWithKey, expectStatus, type Client, type Fixture } from "./http.ts";
 import { load, percentile, summarize, type LoadResult } from "./load.ts";
 import { metricsPhase } from "./metrics.ts";
 import { lineagePhase } from "./lineage.ts";
@@ -142,24 +142,6 @@ function brief(result: LoadResult) {
     ),
     autocannon: result.autocannon,
   };
-}
-
-interface Fixture {
-  customer: string;
-  token: string;
-  id: number;
-}
-
-/** A customer and one customer key, through the admin API. */
-async function customerWithKey(admin: Client, adminToken: string, customer: string): Promise<Fixture> {
-  await expectStatus(admin.request("POST", "/admin/customers", { token: adminToken, body: { name: customer } }), 201, "create customer");
-  const key = await expectStatus(
-    admin.request("POST", `/admin/customers/${customer}/keys`, { token: adminToken, body: { name: `${customer}-owner` } }),
-    200,
-    "provision customer key",
-  );
-  const { keyId, id } = key.json<{ keyId: string; id: number }>();
-  return { customer, token: keyId, id };
 }
 
 const unknownToken = () => "XI" + randomBytes(16).toString("hex").toUpperCase();

@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreUnavailable } from "../../src/domain/errors.ts";
 import { translateError } from "../../src/store/errors.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
-import { patroniUnavailable, startPatroni, type PatroniCluster, type PatroniNode } from "../support/patroni.ts";
-import { answerCheck, answersWith, call, expectAlive, expectOnlyAllowed, hold, neverSeen, startReplicas, type Replica as Process, type ReplicaSet } from "../support/replicas.ts";
+import { patroniUnavailable, PROBE_WRITE, startPatroni, type PatroniCluster, type PatroniNode } from "../support/patroni.ts";
+import { answersWith, call, expectAlive, expectOnlyAllowed, hold, neverSeen, startReplicas, type Replica as Process, type ReplicaSet } from "../support/replicas.ts";
 import { captureLogger } from "../support/service.ts";
 import { startTraffic, type Traffic } from "../support/traffic.ts";
 
@@ -52,13 +52,9 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
   let root = "";
   let cachedKey = "";
   let names = 0;
-  /** 503s without the JSON error body, verdicts that are not VALID. */
-  const wrong: string[] = [];
-  const checked = answerCheck(wrong);
 
   beforeAll(async () => {
     cluster = await startPatroni();
-    await cluster.admin("CREATE TABLE failover_probe (at timestamptz DEFAULT now())");
     set = await startReplicas(cluster.url(), TIMEOUT_MS, ["A", "B"]);
     replicas = set.replicas.map((r) => ({ ...r, tried: new Set(), acknowledged: [] }));
     root = await set.customerWithRoot("acme");
@@ -100,7 +96,7 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
       return async () => {
         name ||= `load-${r.name}-${names++}`;
         r.tried.add(name);
-        const a = await checked(`${r.name} ${kind}`, call(url, "POST", "/customers/self/keys", root, { name }));
+        const a = await set.checked(`${r.name} ${kind}`, call(url, "POST", "/customers/self/keys", root, { name }));
         if (a.status === 200) {
           r.acknowledged.push(name);
           name = "";
@@ -109,9 +105,9 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
       };
     };
     return startTraffic<Kind>({
-      cached: () => checked(`${r.name} cached`, call(url, "GET", "/keys/self", cachedKey)),
-      verified: () => checked(`${r.name} verified`, call(url, "POST", "/verify", undefined, { key: cachedKey, path: "/calls", method: "GET" }), true),
-      unknown: () => checked(`${r.name} unknown`, call(url, "GET", "/keys/self", neverSeen())),
+      cached: () => set.checked(`${r.name} cached`, call(url, "GET", "/keys/self", cachedKey)),
+      verified: () => set.checked(`${r.name} verified`, call(url, "POST", "/verify", undefined, { key: cachedKey, path: "/calls", method: "GET" }), true),
+      unknown: () => set.checked(`${r.name} unknown`, call(url, "GET", "/keys/self", neverSeen())),
       ready: async () => {
         await hold(50); // at a probe's pace, not a flood
         return call(url, "GET", "/readyz");
@@ -119,18 +115,6 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
       provision1: provisioning("provision1"),
       provision2: provisioning("provision2"),
     });
-  }
-
-  /** The test's own write, tried on `node` until it is taken: when the new primary first accepted one. */
-  async function acceptsWrites(node: PatroniNode): Promise<number> {
-    for (;;) {
-      try {
-        await cluster.admin("INSERT INTO failover_probe DEFAULT VALUES", [], node);
-        return performance.now();
-      } catch {
-        await hold(PROBE_MS);
-      }
-    }
   }
 
   const ms = (n: number) => `${Math.round(n)} ms`;
@@ -144,7 +128,7 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
     await disable(disabledBefore);
 
     const killedAt = cluster.kill(from);
-    const acceptingAt = await acceptsWrites(to);
+    const acceptingAt = await cluster.acceptsWrites(to, PROBE_MS);
     // Provisioning back on both processes: a write sent after the new primary took one, answered 200.
     const back = await Promise.all(traffic.map((t) => t.until((s) => WRITES.includes(s.what) && s.sentAt >= acceptingAt && s.status === 200, WRITES_BACK_WITHIN_MS + 5_000)));
     await Promise.all(traffic.flatMap((t) => KINDS.map((kind) => t.until((s) => s.what === kind && s.sentAt >= acceptingAt && NORMAL[kind].includes(s.status)))));
@@ -156,7 +140,7 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
       expect(t.between("unknown", killedAt, acceptingAt).some((s) => s.status === 503), `${replicas[i]!.name} saw the failover`).toBe(true);
       expect(t.between("ready", killedAt, acceptingAt).some((s) => s.status === 503), `${replicas[i]!.name}: /readyz while no primary answers`).toBe(true);
     }
-    expect(wrong).toEqual([]);
+    expect(set.wrong).toEqual([]);
     const writesBack = back.map((s) => s.answeredAt - acceptingAt);
     for (const w of writesBack) expect(w, "provisioning back after the new primary accepted a write").toBeLessThan(WRITES_BACK_WITHIN_MS);
 
@@ -193,8 +177,8 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
       await expect(db.query("SELECT 1")).rejects.toBeInstanceOf(StoreUnavailable);
       await expect(db.transaction((tx) => tx.query("SELECT 1"))).rejects.toBeInstanceOf(StoreUnavailable);
       // On the standby itself, a write is refused as read-only (25006): unavailable too, not a defect.
-      await expect(cluster.admin("INSERT INTO failover_probe DEFAULT VALUES", [], standby)).rejects.toMatchObject({ code: "25006" });
-      expect(translateError(await cluster.admin("INSERT INTO failover_probe DEFAULT VALUES", [], standby).catch((e: unknown) => e))).toBeInstanceOf(StoreUnavailable);
+      await expect(cluster.admin(PROBE_WRITE, [], standby)).rejects.toMatchObject({ code: "25006" });
+      expect(translateError(await cluster.admin(PROBE_WRITE, [], standby).catch((e: unknown) => e))).toBeInstanceOf(StoreUnavailable);
     } finally {
       await db.close();
     }

@@ -9,7 +9,7 @@
 // sessions ended in turn. The load and the processes are those of postgres-restart.test.ts, in small.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterUnavailable, startCluster, type PgCluster } from "../support/pg-cluster.ts";
-import { answerCheck, call, expectAlive, expectOnlyAllowed, hold, neverSeen, startReplicas, type Answer, type Replica as Process, type ReplicaSet } from "../support/replicas.ts";
+import { call, expectAlive, expectOnlyAllowed, hold, neverSeen, startReplicas, type Answer, type Replica as Process, type ReplicaSet } from "../support/replicas.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
 import { startTraffic, type Traffic } from "../support/traffic.ts";
 
@@ -58,9 +58,6 @@ describe.skipIf(unavailable && !CI)(`every verdict of a seen key through a datab
   let proxy: TcpProxy;
   let set: ReplicaSet;
   const replicas: Replica[] = [];
-  /** Answers that are not what their status promises (a 503 without the JSON body, a 200 verdict not VALID). */
-  const wrong: string[] = [];
-  const checkedAnswer = answerCheck(wrong);
   let written = 0;
 
   beforeAll(async () => {
@@ -118,7 +115,7 @@ describe.skipIf(unavailable && !CI)(`every verdict of a seen key through a datab
 
   function load(r: Replica): Traffic<Kind> {
     let turn = 0;
-    const checked = (kind: Kind, token: string) => (): Promise<Answer> => checkedAnswer(`${r.name} ${kind}`, ask(r, kind, token), kind === "verify" || kind === "wroteVerify");
+    const checked = (kind: Kind, token: string) => (): Promise<Answer> => set.checked(`${r.name} ${kind}`, ask(r, kind, token), kind === "verify" || kind === "wroteVerify");
     const wrote = () => r.wrote[turn++ % r.wrote.length]!;
     return startTraffic<Kind>({
       self: checked("self", r.manager),
@@ -154,7 +151,7 @@ describe.skipIf(unavailable && !CI)(`every verdict of a seen key through a datab
       expect(SEEN.flatMap((kind) => sentDuring(t, kind, from, back)).length, `${what}: ${r.name}: seen keys asked during the outage`).toBeGreaterThan(0);
     }
     expectOnlyAllowed(replicas, traffic, ALLOWED, `${what}: `);
-    expect(wrong).toEqual([]);
+    expect(set.wrong).toEqual([]);
     expectAlive(replicas);
   }
 

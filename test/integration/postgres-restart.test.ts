@@ -10,7 +10,7 @@ import { StoreUnavailable } from "../../src/domain/errors.ts";
 import type { Database } from "../../src/store/database.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
 import { clusterUnavailable, startCluster, type PgCluster } from "../support/pg-cluster.ts";
-import { answerCheck, answersWith, call, expectAlive, expectOnlyAllowed, hold, neverSeen, startReplicas, type Replica as Process, type ReplicaSet } from "../support/replicas.ts";
+import { answersWith, call, expectAlive, expectOnlyAllowed, hold, neverSeen, startReplicas, type Replica as Process, type ReplicaSet } from "../support/replicas.ts";
 import { captureLogger } from "../support/service.ts";
 import { startTraffic, statusesOf, type Traffic } from "../support/traffic.ts";
 
@@ -81,9 +81,6 @@ function twoProcesses(clusterOf: () => PgCluster): void {
   let root = "";
   let cachedKey = "";
   let provisionCount = 0;
-  /** Answers whose body is not what their status promises (a 503 without the JSON error body, a 200 verdict not VALID). */
-  const wrong: string[] = [];
-  const checked = answerCheck(wrong);
 
   beforeAll(async () => {
     cluster = clusterOf();
@@ -110,7 +107,7 @@ function twoProcesses(clusterOf: () => PgCluster): void {
     const url = r.p.url;
     const provisioning = async (kind: Kind) => {
       const name = `load-${r.name}-${provisionCount++}`;
-      const a = await checked(`${r.name} ${kind}`, call(url, "POST", "/customers/self/keys", root, { name }));
+      const a = await set.checked(`${r.name} ${kind}`, call(url, "POST", "/customers/self/keys", root, { name }));
       if (a.status === 200 || a.status === 201) {
         const id = (a.body as { id: number }).id;
         r.provisioned.push({ id, name });
@@ -120,24 +117,24 @@ function twoProcesses(clusterOf: () => PgCluster): void {
     };
     let renames = 0;
     return startTraffic<Kind>({
-      cached: () => checked(`${r.name} cached`, call(url, "GET", "/keys/self", cachedKey)),
-      verified: () => checked(`${r.name} verified`, call(url, "POST", "/verify", undefined, { key: cachedKey, path: "/calls", method: "GET" }), true),
-      forwarded: () => checked(`${r.name} forwarded`, call(url, "GET", "/auth/calls", cachedKey)),
-      unknown: () => checked(`${r.name} unknown`, call(url, "GET", "/keys/self", neverSeen())),
-      list: () => checked(`${r.name} list`, call(url, "GET", "/customers/self/keys?limit=5", root)),
+      cached: () => set.checked(`${r.name} cached`, call(url, "GET", "/keys/self", cachedKey)),
+      verified: () => set.checked(`${r.name} verified`, call(url, "POST", "/verify", undefined, { key: cachedKey, path: "/calls", method: "GET" }), true),
+      forwarded: () => set.checked(`${r.name} forwarded`, call(url, "GET", "/auth/calls", cachedKey)),
+      unknown: () => set.checked(`${r.name} unknown`, call(url, "GET", "/keys/self", neverSeen())),
+      list: () => set.checked(`${r.name} list`, call(url, "GET", "/customers/self/keys?limit=5", root)),
       provision1: () => provisioning("provision1"),
       provision2: () => provisioning("provision2"),
       provision3: () => provisioning("provision3"),
       put: async () => {
         const name = `renamed-${r.name}-${renames++}`;
-        const a = await checked(`${r.name} put`, call(url, "PUT", `/customers/self/keys/${r.putTarget}`, root, { name }));
+        const a = await set.checked(`${r.name} put`, call(url, "PUT", `/customers/self/keys/${r.putTarget}`, root, { name }));
         if (a.status === 200) r.renamed.push(name);
         return a;
       },
       delete: async () => {
         // With no key of its own to delete yet, a key that does not exist: 204 all the same, nothing written.
         const id = r.victims.shift() ?? 2_000_000_000;
-        const a = await checked(`${r.name} delete`, call(url, "DELETE", `/customers/self/keys/${id}`, root));
+        const a = await set.checked(`${r.name} delete`, call(url, "DELETE", `/customers/self/keys/${id}`, root));
         if (a.status === 204 && id !== 2_000_000_000) r.deleted.push(id);
         return a;
       },
@@ -178,7 +175,7 @@ function twoProcesses(clusterOf: () => PgCluster): void {
   /** Every answer allowed (ALLOWED), every body what its status promises. */
   function expectOnlyAllowedAnswers(traffic: Traffic<Kind>[]): void {
     expectOnlyAllowed(replicas, traffic, ALLOWED);
-    expect(wrong).toEqual([]);
+    expect(set.wrong).toEqual([]);
   }
 
   /** During [from, to] the database was down: unknown tokens and writes 503 only, cached keys 200. */

@@ -45,6 +45,14 @@ export interface Replica {
 export interface ReplicaSet {
   replicas: Replica[];
   adminToken: string;
+  /** Answers of the load whose body is not what their status promises (`checked`). */
+  wrong: string[];
+  /**
+   * The check of every answer of the load: records in `wrong` one whose body is not what its status
+   * promises, a 503 without the JSON error body of docs/api.md ("When the database cannot be
+   * reached"), or, for a `verdict` (POST /verify), a 200 that is not VALID.
+   */
+  checked(what: string, answer: Promise<Answer>, verdict?: boolean): Promise<Answer>;
   /** A customer made through the first replica, and its root key's token. */
   customerWithRoot(name: string): Promise<string>;
   /** SIGTERM, as a process is stopped; SIGKILL if one has not stopped within 15 s. Then their data directories go. */
@@ -75,9 +83,18 @@ export async function startReplicas(databaseUrl: string, timeoutMs: number, name
     return { name, p };
   };
   const replicas = await Promise.all(names.map(start));
+  const wrong: string[] = [];
   return {
     replicas,
     adminToken,
+    wrong,
+    async checked(what, answer, verdict = false) {
+      const a = await answer;
+      const body = a.body as { status?: unknown; error?: unknown; message?: unknown; code?: unknown } | undefined;
+      if (a.status === 503 && !(body?.status === 503 && body.error === "unavailable" && typeof body.message === "string")) wrong.push(`${what}: 503 ${JSON.stringify(a.body)}`);
+      if (verdict && a.status === 200 && body?.code !== "VALID") wrong.push(`${what}: ${JSON.stringify(a.body)}`);
+      return a;
+    },
     async customerWithRoot(name) {
       const url = replicas[0]!.p.url;
       expect((await call(url, "POST", "/admin/customers", adminToken, { name })).status).toBe(201);
@@ -95,21 +112,6 @@ export async function startReplicas(databaseUrl: string, timeoutMs: number, name
       );
       await Promise.all(dataDirs.map((dir) => rm(dir, { recursive: true, force: true })));
     },
-  };
-}
-
-/**
- * The check of every answer of the load: records in `wrong` one whose body is not what its status
- * promises, a 503 without the JSON error body of docs/api.md ("When the database cannot be reached"),
- * or, for a `verdict` (POST /verify), a 200 that is not VALID.
- */
-export function answerCheck(wrong: string[]): (what: string, answer: Promise<Answer>, verdict?: boolean) => Promise<Answer> {
-  return async (what, answer, verdict = false) => {
-    const a = await answer;
-    const body = a.body as { status?: unknown; error?: unknown; message?: unknown; code?: unknown } | undefined;
-    if (a.status === 503 && !(body?.status === 503 && body.error === "unavailable" && typeof body.message === "string")) wrong.push(`${what}: 503 ${JSON.stringify(a.body)}`);
-    if (verdict && a.status === 200 && body?.code !== "VALID") wrong.push(`${what}: ${JSON.stringify(a.body)}`);
-    return a;
   };
 }
 
