@@ -8,11 +8,12 @@
 // name retried after a 503 made exactly one key; a key disabled just before the kill is refused by
 // both processes, and one disabled after the failover by the other within a second; /readyz answers
 // 503 while no primary does. And a standby alone in DATABASE_URL is refused, never read from.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { StoreUnavailable } from "../../src/domain/errors.ts";
 import { translateError } from "../../src/store/errors.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
 import { patroniUnavailable, PROBE_WRITE, startPatroni, type PatroniCluster, type PatroniNode } from "../support/patroni.ts";
+import { describeNeeding } from "../support/needs.ts";
 import { answersWith, call, expectAlive, expectOnlyAllowed, hold, neverSeen, startReplicas, type Replica as Process, type ReplicaSet } from "../support/replicas.ts";
 import { captureLogger } from "../support/service.ts";
 import { startTraffic, type Traffic } from "../support/traffic.ts";
@@ -28,10 +29,6 @@ const WARM_WRITES = 5;
 /** How often the test tries its own write on the node to be promoted. */
 const PROBE_MS = 20;
 
-const unavailable = patroniUnavailable();
-const CI = process.env.CI === "true";
-const skipReason = unavailable && !CI ? ` (skipped: ${unavailable})` : "";
-
 type Kind = "cached" | "verified" | "unknown" | "ready" | "provision1" | "provision2";
 const KINDS: Kind[] = ["cached", "verified", "unknown", "ready", "provision1", "provision2"];
 const WRITES: Kind[] = ["provision1", "provision2"];
@@ -45,7 +42,7 @@ interface Replica extends Process {
   acknowledged: string[];
 }
 
-describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipReason}`, () => {
+describeNeeding(patroniUnavailable(), "keyplane through Patroni failovers", () => {
   let cluster: PatroniCluster;
   let set: ReplicaSet;
   let replicas: Replica[] = [];

@@ -7,8 +7,9 @@
 // (test/support/pg-cluster.ts), reached through a TCP proxy (test/support/tcp-proxy.ts), through a
 // restart, a stop of 5 s, every connection reset with new ones refused for 5 s, and each of keyplane's
 // sessions ended in turn. The load and the processes are those of postgres-restart.test.ts, in small.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { clusterUnavailable, startCluster, type PgCluster } from "../support/pg-cluster.ts";
+import { describeNeeding } from "../support/needs.ts";
 import { call, expectAlive, expectOnlyAllowed, hold, neverSeen, startReplicas, type Answer, type Replica as Process, type ReplicaSet } from "../support/replicas.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
 import { startTraffic, type Traffic } from "../support/traffic.ts";
@@ -28,10 +29,6 @@ const AFTER_MS = 1_500;
 const HEARD_MS = 600;
 /** Between two terminations of keyplane's sessions. */
 const TERMINATE_GAP_MS = 100;
-
-const unavailable = clusterUnavailable();
-const CI = process.env.CI === "true";
-const skipReason = unavailable && !CI ? ` (skipped: ${unavailable})` : "";
 
 type Kind = "self" | "keyPath" | "verify" | "auth" | "wroteSelf" | "wroteVerify" | "wroteAuth" | "limited" | "unknown" | "provision";
 /** Keys seen valid, or written by the process asked: 200, every time. */
@@ -53,7 +50,7 @@ interface Replica extends Process {
   wrote: string[];
 }
 
-describe.skipIf(unavailable && !CI)(`every verdict of a seen key through a database outage${skipReason}`, () => {
+describeNeeding(clusterUnavailable(), "every verdict of a seen key through a database outage", () => {
   let cluster: PgCluster;
   let proxy: TcpProxy;
   let set: ReplicaSet;

@@ -10,6 +10,7 @@ import { StoreUnavailable } from "../../src/domain/errors.ts";
 import type { Database } from "../../src/store/database.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
 import { clusterUnavailable, startCluster, type PgCluster } from "../support/pg-cluster.ts";
+import { describeNeeding } from "../support/needs.ts";
 import { answersWith, call, expectAlive, expectOnlyAllowed, hold, neverSeen, startReplicas, type Replica as Process, type ReplicaSet } from "../support/replicas.ts";
 import { captureLogger } from "../support/service.ts";
 import { startTraffic, statusesOf, type Traffic } from "../support/traffic.ts";
@@ -32,10 +33,6 @@ const IDLE_PAUSE_MS = 1_000;
 /** When the server ends the pool's idle session; this process is held until well after, so that the goodbye waits unread. */
 const END_IN_MS = 50;
 const HELD_MS = 250;
-
-const unavailable = clusterUnavailable();
-const CI = process.env.CI === "true";
-const skipReason = unavailable && !CI ? ` (skipped: ${unavailable})` : "";
 
 type Kind = "cached" | "verified" | "forwarded" | "unknown" | "list" | "provision1" | "provision2" | "provision3" | "put" | "delete";
 const KINDS: Kind[] = ["cached", "verified", "forwarded", "unknown", "list", "provision1", "provision2", "provision3", "put", "delete"];
@@ -61,7 +58,7 @@ interface Replica extends Process {
   putTarget: number;
 }
 
-describe.skipIf(unavailable && !CI)(`keyplane survives PostgreSQL ending its sessions${skipReason}`, () => {
+describeNeeding(clusterUnavailable(), "keyplane survives PostgreSQL ending its sessions", () => {
   let cluster: PgCluster;
   beforeAll(async () => {
     cluster = await startCluster();
