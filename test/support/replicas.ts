@@ -104,7 +104,7 @@ export async function startReplicas(databaseUrl: string, timeoutMs: number, name
     },
     async stop() {
       await Promise.all(
-        replicas.map(async (r) => {
+        replicas.filter((r) => !exited(r)).map(async (r) => {
           const kill = setTimeout(() => r.p.child.kill("SIGKILL"), 15_000);
           await r.p.stop();
           clearTimeout(kill);
@@ -127,10 +127,11 @@ export function expectOnlyAllowed<Kind extends string>(replicas: Replica[], traf
   }
 }
 
+const exited = (r: Replica) => r.p.child.exitCode !== null || r.p.child.signalCode !== null;
+
 /** Neither process has exited (what each wrote last, if one did). */
 export function expectAlive(replicas: Replica[]): void {
-  const exited = replicas.filter((r) => r.p.child.exitCode !== null || r.p.child.signalCode !== null);
-  const exits = exited.map((r) => `${r.name} exited (${r.p.child.exitCode ?? r.p.child.signalCode})`);
+  const exits = replicas.filter(exited).map((r) => `${r.name} exited (${r.p.child.exitCode ?? r.p.child.signalCode})`);
   expect(exits, exits.length ? replicas.map((r) => `${r.name}: ${r.p.stdout().slice(-1_500)}`).join("\n") : "").toEqual([]);
 }
 
