@@ -1,14 +1,11 @@
 // Concurrency (docs/api.md, "Keys"): concurrent identical provisioning requests, on one replica or
 // several, make exactly one key; and a change made through one replica is seen by another within a
 // second. The replicas here are real `keyplane serve` processes sharing one PostgreSQL database.
-import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listen, type Listening } from "../../src/http/server.ts";
 import { backends, createPostgresDatabase } from "../support/databases.ts";
-import { startServerProcess, type ServerProcess } from "../support/process.ts";
+import type { ServerProcess } from "../support/process.ts";
+import { startReplicas, type ReplicaSet } from "../support/replicas.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";
 
@@ -115,35 +112,17 @@ const skipReason = hasPostgres ? "" : " (skipped: no PostgreSQL server; set KEYP
 
 describe.skipIf(!hasPostgres)(`two keyplane processes on one PostgreSQL database${skipReason}`, () => {
   let database: { url: string; drop(): Promise<void> } | undefined;
-  const dataDirs: string[] = [];
-  const processes: ServerProcess[] = [];
+  let set: ReplicaSet;
   let p1: ServerProcess;
   let p2: ServerProcess;
   let root: string;
-  const adminToken = "kpa_concurrency_" + randomBytes(24).toString("hex");
 
   beforeAll(async () => {
     database = await createPostgresDatabase();
-    const masterKey = randomBytes(32).toString("hex");
-    const start = async () => {
-      const dataDir = await mkdtemp(join(tmpdir(), "keyplane-concurrency-"));
-      dataDirs.push(dataDir);
-      const p = await startServerProcess({
-        DATABASE_URL: database!.url,
-        KEYPLANE_MASTER_KEY: masterKey,
-        KEYPLANE_ADMIN_TOKEN: adminToken,
-        KEYPLANE_DATA_DIR: dataDir,
-        PORT: "0",
-        HOST: "127.0.0.1",
-        KEYPLANE_OPERATOR: "off",
-      });
-      processes.push(p);
-      return p;
-    };
-    // Both at once, as replicas start: they race to migrate the empty database.
-    [p1, p2] = await Promise.all([start(), start()]);
+    set = await startReplicas(database.url, ["1", "2"]);
+    [p1, p2] = set.replicas.map((r) => r.p) as [ServerProcess, ServerProcess];
     expect(p1.url).not.toBe(p2.url);
-    const admin = (p: ServerProcess, path: string, body: object) => call<KeyBody>(p.url, "POST", path, adminToken, body);
+    const admin = (p: ServerProcess, path: string, body: object) => call<KeyBody>(p.url, "POST", path, set.adminToken, body);
     expect((await admin(p1, "/admin/customers", { name: "acme" })).status).toBe(201);
     expect((await admin(p2, "/admin/customers/acme/domains", { domain: "sip.acme.example" })).status).toBe(201);
     const made = await admin(p2, "/admin/customers/acme/keys", { name: "root" });
@@ -152,8 +131,7 @@ describe.skipIf(!hasPostgres)(`two keyplane processes on one PostgreSQL database
   }, 60_000);
 
   afterAll(async () => {
-    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
-    await Promise.all(dataDirs.map((dir) => rm(dir, { recursive: true, force: true })));
+    await set?.stop();
     await database?.drop();
   });
 

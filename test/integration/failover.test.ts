@@ -52,7 +52,7 @@ describeNeeding(patroniUnavailable(), "keyplane through Patroni failovers", () =
 
   beforeAll(async () => {
     cluster = await startPatroni();
-    set = await startReplicas(cluster.url(), TIMEOUT_MS, ["A", "B"]);
+    set = await startReplicas(cluster.url(), ["A", "B"], { KEYPLANE_DATABASE_TIMEOUT_MS: String(TIMEOUT_MS) });
     replicas = set.replicas.map((r) => ({ ...r, tried: new Set(), acknowledged: [] }));
     root = await set.customerWithRoot("acme");
     cachedKey = (await seenOnBoth("cached")).keyId;

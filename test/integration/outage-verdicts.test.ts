@@ -60,7 +60,7 @@ describeNeeding(clusterUnavailable(), "every verdict of a seen key through a dat
   beforeAll(async () => {
     cluster = await startCluster();
     proxy = await startTcpProxy("127.0.0.1", cluster.port);
-    set = await startReplicas(proxy.urlFor(cluster.url()), TIMEOUT_MS, ["A", "B"]);
+    set = await startReplicas(proxy.urlFor(cluster.url()), ["A", "B"], { KEYPLANE_DATABASE_TIMEOUT_MS: String(TIMEOUT_MS) });
     const a = set.replicas[0]!.p.url;
     const made = async (body: object) => ((await call(a, "POST", "/admin/customers/acme/keys", set.adminToken, body)).body as { keyId: string }).keyId;
     expect((await call(a, "POST", "/admin/customers", set.adminToken, { name: "acme" })).status).toBe(201);

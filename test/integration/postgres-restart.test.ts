@@ -82,7 +82,7 @@ function twoProcesses(clusterOf: () => PgCluster): void {
   beforeAll(async () => {
     cluster = clusterOf();
     // The forwarded load asks /auth as Envoy does, the original path after /auth.
-    set = await startReplicas(cluster.url(), TIMEOUT_MS, ["A", "B"], { KEYPLANE_AUTH_GATEWAY: "envoy" });
+    set = await startReplicas(cluster.url(), ["A", "B"], { KEYPLANE_DATABASE_TIMEOUT_MS: String(TIMEOUT_MS), KEYPLANE_AUTH_GATEWAY: "envoy" });
     replicas = set.replicas.map((r) => ({ ...r, provisioned: [], victims: [], deleted: [], renamed: [], putTarget: 0 }));
     root = await set.customerWithRoot("acme");
     cachedKey = (await provision(replicas[0]!, "cached")).keyId;

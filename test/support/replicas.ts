@@ -53,6 +53,8 @@ export interface ReplicaSet {
    * reached"), or, for a `verdict` (POST /verify), a 200 that is not VALID.
    */
   checked(what: string, answer: Promise<Answer>, verdict?: boolean): Promise<Answer>;
+  /** Starts another process on the database, as the set's others are. */
+  add(name: string): Promise<Replica>;
   /** A customer made through the first replica, and its root key's token. */
   customerWithRoot(name: string): Promise<string>;
   /** SIGTERM, as a process is stopped; SIGKILL if one has not stopped within 15 s. Then their data directories go. */
@@ -60,11 +62,11 @@ export interface ReplicaSet {
 }
 
 /**
- * Starts a process for each of `names` on `databaseUrl`, with a database time-out of `timeoutMs` and
- * no throttling of failed authentications (the never-seen tokens of the load fail from one address all
- * along), and `env` besides.
+ * Starts a process for each of `names` on `databaseUrl`, all at once (they race to migrate an empty
+ * database, as replicas starting together do), with no throttling of failed authentications (a load's
+ * never-seen tokens fail from one address all along), and `env` besides.
  */
-export async function startReplicas(databaseUrl: string, timeoutMs: number, names: string[], env: Record<string, string> = {}): Promise<ReplicaSet> {
+export async function startReplicas(databaseUrl: string, names: string[], env: Record<string, string> = {}): Promise<ReplicaSet> {
   const masterKey = randomBytes(32).toString("hex");
   const adminToken = "kpa_replicas_" + randomBytes(24).toString("hex");
   const dataDirs: string[] = [];
@@ -76,7 +78,6 @@ export async function startReplicas(databaseUrl: string, timeoutMs: number, name
       KEYPLANE_MASTER_KEY: masterKey,
       KEYPLANE_ADMIN_TOKEN: adminToken,
       KEYPLANE_DATA_DIR: dataDir,
-      KEYPLANE_DATABASE_TIMEOUT_MS: String(timeoutMs),
       KEYPLANE_AUTH_FAILURES_PER_MINUTE: "1000000000",
       ...env,
     });
@@ -88,6 +89,11 @@ export async function startReplicas(databaseUrl: string, timeoutMs: number, name
     replicas,
     adminToken,
     wrong,
+    async add(name) {
+      const replica = await start(name);
+      replicas.push(replica);
+      return replica;
+    },
     async checked(what, answer, verdict = false) {
       const a = await answer;
       const body = a.body as { status?: unknown; error?: unknown; message?: unknown; code?: unknown } | undefined;
