@@ -2,12 +2,10 @@
 // several, make exactly one key; and a change made through one replica is seen by another within a
 // second. The replicas here are real `keyplane serve` processes sharing one PostgreSQL database.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listen, type Listening } from "../../src/http/server.ts";
 import { backends, createPostgresDatabase } from "../support/databases.ts";
 import type { ServerProcess } from "../support/process.ts";
 import { startReplicas, type ReplicaSet } from "../support/replicas.ts";
-import { startService, type TestService } from "../support/service.ts";
-import { createTenant, type Tenant } from "../support/world.ts";
+import { useServed, type Tenant } from "../support/world.ts";
 
 const RACERS = 50;
 
@@ -57,28 +55,19 @@ async function msUntil(url: string, token: string, status: number, limitMs = 3_0
 }
 
 describe.each(backends())("concurrent provisioning on one process (%s)", (backend) => {
-  let svc: TestService;
-  let server: Listening;
+  const served = useServed(backend);
+  let url: string;
   let acme: Tenant;
-
-  beforeAll(async () => {
-    svc = await startService(backend);
-    server = await listen(svc.app, 0, "127.0.0.1");
-    acme = await createTenant(svc, "acme");
-  });
-  afterAll(async () => {
-    await server?.close(1_000);
-    await svc?.stop();
-  });
+  beforeAll(() => ({ url, acme } = served()));
 
   it(`${RACERS} identical concurrent POSTs make exactly one key`, async () => {
     const path = `/customers/acme/domains/${acme.domains[0]}/keys`;
-    const answers = await Promise.all(Array.from({ length: RACERS }, () => call<KeyBody>(server.url, "POST", path, acme.keys.customer, { name: "race" })));
+    const answers = await Promise.all(Array.from({ length: RACERS }, () => call<KeyBody>(url, "POST", path, acme.keys.customer, { name: "race" })));
     const key = expectOneKey(answers);
     expect(key).toMatchObject({ name: "race", active: true, tenantId: acme.id, domainId: acme.domainIds[0] });
-    const named = await call<KeyBody[]>(server.url, "GET", `${path}?name=race`, acme.keys.customer);
+    const named = await call<KeyBody[]>(url, "GET", `${path}?name=race`, acme.keys.customer);
     expect(named.body.map((k) => k.id)).toEqual([key.id]);
-    const all = await call<KeyBody[]>(server.url, "GET", "/customers/self/keys", acme.keys.customer);
+    const all = await call<KeyBody[]>(url, "GET", "/customers/self/keys", acme.keys.customer);
     expect(all.body.filter((k) => k.name === "race").map((k) => k.id)).toEqual([key.id]);
   });
 
@@ -97,12 +86,12 @@ describe.each(backends())("concurrent provisioning on one process (%s)", (backen
     const answers = await Promise.all(
       Array.from({ length: RACERS }, (_, i) => {
         const [path, token] = ways[i % ways.length]!;
-        return call<KeyBody>(server.url, "POST", path, token, { name: "race-by-all-ways", active: i % 2 === 0 });
+        return call<KeyBody>(url, "POST", path, token, { name: "race-by-all-ways", active: i % 2 === 0 });
       }),
     );
     const key = expectOneKey(answers);
     expect(key).toMatchObject({ tenantId: acme.id, domainId: acme.domainIds[0] });
-    const named = await call<KeyBody[]>(server.url, "GET", "/domains/self/keys?name=race-by-all-ways", k.domain);
+    const named = await call<KeyBody[]>(url, "GET", "/domains/self/keys?name=race-by-all-ways", k.domain);
     expect(named.body.map((x) => x.id)).toEqual([key.id]);
   });
 });

@@ -1,10 +1,8 @@
 import { execFile } from "node:child_process";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { afterAll, beforeAll, expect } from "vitest";
-import { startService, type TestService, type TestServiceOptions } from "./service.ts";
-import { createTenant, type Tenant } from "./world.ts";
+import { expect } from "vitest";
+import type { TestServiceOptions } from "./service.ts";
+import { useServed, type Served } from "./world.ts";
 
 // `keyplane <command>` as a user runs it: the real CLI in a process of its own, with PATH and the
 // environment it is given, nothing else.
@@ -43,40 +41,18 @@ export function expectCliFailure(run: CliRun, pattern: RegExp): void {
 }
 
 export interface CliSuite {
-  /** The keyplane the command reaches, with the tenant acme, and its URL: valid from the suite's own beforeAll on. */
-  served(): { svc: TestService; acme: Tenant; url: string };
+  /** The keyplane the command reaches (world.ts's useServed): valid from the suite's own beforeAll on. */
+  served(): Served;
   /** `keyplane <command> ...args` against it, as acme's customer key unless `env` says otherwise. */
   run(args: string[], env?: Record<string, string | undefined>, stdin?: string): Promise<CliRun>;
   /** The same with `-o json`: what a run that succeeded printed, parsed (cliJson). */
   json(args: string[], stdin?: string): ReturnType<typeof cliJson>;
 }
 
-/**
- * Registers hooks that start, for the enclosing suite, a keyplane (with `options`) with the tenant acme,
- * serving on a port of 127.0.0.1 as a user's CLI reaches it; and that stop it. Returns how the suite
- * runs `keyplane <command>` against it.
- */
+/** Registers hooks that serve, for the enclosing suite, a keyplane with the tenant acme; returns how the suite runs `keyplane <command>` against it. */
 export function useCli(command: string, options: TestServiceOptions = {}): CliSuite {
-  let svc: TestService | undefined;
-  let acme: Tenant | undefined;
-  let server: Server | undefined;
-  let url = "";
-  beforeAll(async () => {
-    svc = await startService("pglite", options);
-    acme = await createTenant(svc, "acme");
-    server = createServer(svc.app);
-    await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  afterAll(async () => {
-    await new Promise((resolve) => server?.close(resolve));
-    await svc?.stop();
-  });
-  const served = () => {
-    if (!svc || !acme) throw new Error("keyplane is not up: did beforeAll fail?");
-    return { svc, acme, url };
-  };
+  const served = useServed("pglite", options);
   const run = (args: string[], env: Record<string, string | undefined> = {}, stdin = "") =>
-    runCli([command, ...args], { KEYPLANE_URL: url, KEYPLANE_TOKEN: served().acme.keys.customer, ...env }, stdin);
+    runCli([command, ...args], { KEYPLANE_URL: served().url, KEYPLANE_TOKEN: served().acme.keys.customer, ...env }, stdin);
   return { served, run, json: async (args, stdin) => cliJson(await run([...args, "-o", "json"], {}, stdin)) };
 }

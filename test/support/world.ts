@@ -1,8 +1,9 @@
 import { afterAll, beforeAll } from "vitest";
+import { listen, type Listening } from "../../src/http/server.ts";
 import { ok } from "./answers.ts";
 import type { FakeClock } from "./clock.ts";
 import type { Backend } from "./databases.ts";
-import { startPeer, startService, type TestService } from "./service.ts";
+import { startPeer, startService, type TestService, type TestServiceOptions } from "./service.ts";
 
 // The directory the isolation matrix and most HTTP suites work in: two customers, each with two
 // domains; in the first domain of each an application and a subscriber; a customer-level and a
@@ -90,5 +91,36 @@ export function useTwoProcesses(backend: Backend, clock: FakeClock): () => TwoPr
     const { svc, peer, acme } = world;
     if (!svc || !peer || !acme) throw new Error("the two processes are not up: did beforeAll fail?");
     return { svc, peer, acme, root: svc.as(acme.keys.customer) };
+  };
+}
+
+export interface Served {
+  svc: TestService;
+  acme: Tenant;
+  /** Where it listens, on a port of 127.0.0.1 of its own. */
+  url: string;
+}
+
+/**
+ * Registers hooks that start, for the enclosing suite, a keyplane on `backend` (with `options`) with
+ * the tenant acme, listening on 127.0.0.1 as `keyplane serve` does (src/http/server.ts), for clients
+ * that need a real socket; and that stop it. Returns a getter valid from the suite's own beforeAll on.
+ */
+export function useServed(backend: Backend, options: TestServiceOptions = {}): () => Served {
+  let svc: TestService | undefined;
+  let acme: Tenant | undefined;
+  let server: Listening | undefined;
+  beforeAll(async () => {
+    svc = await startService(backend, options);
+    server = await listen(svc.app, 0, "127.0.0.1");
+    acme = await createTenant(svc, "acme");
+  });
+  afterAll(async () => {
+    await server?.close(1_000);
+    await svc?.stop();
+  });
+  return () => {
+    if (!svc || !acme || !server) throw new Error("keyplane is not up: did beforeAll fail?");
+    return { svc, acme, url: server.url };
   };
 }
