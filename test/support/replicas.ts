@@ -7,9 +7,10 @@ import { startServerProcess, type ServerProcess } from "./process.ts";
 import { statusesOf, type Traffic } from "./traffic.ts";
 
 // Replicas of one deployment: `keyplane serve` processes on one database, sharing the master key and
-// the admin token (docs/high-availability.md), for the suites that take that database away under load
-// (failover, postgres-restart, outage-verdicts) and count every answer meanwhile: what they ask with,
-// how they start and stop the processes, and the checks every answer of the load goes through.
+// the admin token (docs/high-availability.md), for the suites that run several (concurrency,
+// policy-concurrency) and those that take the database away under load (failover, postgres-restart,
+// outage-verdicts) and count every answer meanwhile: what they ask with, how they start and stop the
+// processes, and the checks every answer of the load goes through.
 
 export interface Answer {
   status: number;
