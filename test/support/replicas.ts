@@ -58,7 +58,7 @@ export interface ReplicaSet {
   add(name: string): Promise<Replica>;
   /** A customer made through the first replica, and its root key's token. */
   customerWithRoot(name: string): Promise<string>;
-  /** SIGTERM, as a process is stopped; SIGKILL if one has not stopped within 15 s. Then their data directories go. */
+  /** SIGTERM to each process still running, as a process is stopped; SIGKILL if one has not stopped within 15 s. Then their data directories go. */
   stop(): Promise<void>;
 }
 
