@@ -119,6 +119,18 @@ interface Case {
 
 const ofType = <T extends ActionType>(p: Plan, type: T) => p.actions.find((a): a is Extract<Action, { type: T }> => a.type === type);
 
+/** A test per case: the plan's actions, what comes next, the Ready reason, then `check` and the case's own. */
+function itPlans(cases: Case[], check?: (p: Plan, c: Case) => void) {
+  it.each(cases.map((c) => [c.name, c] as const))("%s", (_name, c) => {
+    const p = plan(c.input);
+    expect(p.actions.map((a) => a.type)).toEqual(c.actions);
+    expect(p.next).toBe(c.next);
+    expect(p.status?.conditions?.[0]?.reason ?? null).toBe(c.ready);
+    check?.(p, c);
+    c.also?.(p);
+  });
+}
+
 const cases: Case[] = [
   // Provisioning
   {
@@ -494,13 +506,8 @@ function kstatusOf(reason: string | null): string[][] {
 }
 
 describe("plan", () => {
-  it.each(cases.map((c) => [c.name, c] as const))("%s", (_name, c) => {
-    const p = plan(c.input);
-    expect(p.actions.map((a) => a.type)).toEqual(c.actions);
-    expect(p.next).toBe(c.next);
-    expect(p.status?.conditions?.[0]?.reason ?? null).toBe(c.ready);
+  itPlans(cases, (p, c) => {
     if (p.status) expect(otherConditions(p.status)).toEqual(kstatusOf(c.ready));
-    c.also?.(p);
   });
 
   it("shows the key's id, type and hint, and the Secret's name, in the status", () => {
@@ -720,13 +727,7 @@ describe("spec.policy", () => {
     },
   ];
 
-  it.each(cases.map((c) => [c.name, c] as const))("%s", (_name, c) => {
-    const p = plan(c.input);
-    expect(p.actions.map((a) => a.type)).toEqual(c.actions);
-    expect(p.next).toBe(c.next);
-    expect(p.status?.conditions?.[0]?.reason ?? null).toBe(c.ready);
-    c.also?.(p);
-  });
+  itPlans(cases);
 });
 
 describe("spec.secret.format envoy-gateway", () => {
@@ -790,13 +791,7 @@ describe("spec.secret.format envoy-gateway", () => {
     },
   ];
 
-  it.each(cases.map((c) => [c.name, c] as const))("%s", (_name, c) => {
-    const p = plan(c.input);
-    expect(p.actions.map((a) => a.type)).toEqual(c.actions);
-    expect(p.next).toBe(c.next);
-    expect(p.status?.conditions?.[0]?.reason ?? null).toBe(c.ready);
-    c.also?.(p);
-  });
+  itPlans(cases);
 });
 
 describe("a rotation made elsewhere (REST, a leak report)", () => {
