@@ -1,6 +1,6 @@
 import type { Application, Customer, Domain, KeyType, StoredKey, Subscriber, User, HttpMethod } from "../domain/model.ts";
 import type { Row } from "./database.ts";
-import { policyFromColumn } from "./policies.ts";
+import { policyFromColumn } from "./policy/policies.ts";
 
 // Each entity is selected under an alias prefix ("c_id", "c_name"...), so one mapper serves the
 // directory's own queries and the joins that embed the entity in a key.
@@ -30,6 +30,8 @@ const state = (row: Row, a: string) => ({
   createdAt: date(row, `${a}_created_at`),
   modifiedAt: date(row, `${a}_modified_at`),
 });
+/** The customer and the domain an application or a subscriber lies in. */
+const inDomain = (row: Row, a: string) => ({ tenantId: num(row, `${a}_tenant_id`), domainId: num(row, `${a}_domain_id`) });
 /** The state of an entity that carries a policy (users do not). */
 const policed = (row: Row, a: string) => ({ ...state(row, a), policy: policyFromColumn(row[`${a}_policy`]) });
 
@@ -44,8 +46,7 @@ export const domainFrom = (row: Row, a = "d"): Domain => ({
 
 export const applicationFrom = (row: Row, a = "a"): Application => ({
   ...ids(row, a),
-  tenantId: num(row, `${a}_tenant_id`),
-  domainId: num(row, `${a}_domain_id`),
+  ...inDomain(row, a),
   name: row[`${a}_name`] as string,
   url: (row[`${a}_url`] ?? null) as string | null,
   method: row[`${a}_method`] as HttpMethod,
@@ -54,8 +55,7 @@ export const applicationFrom = (row: Row, a = "a"): Application => ({
 
 export const subscriberFrom = (row: Row, a = "s"): Subscriber => ({
   ...ids(row, a),
-  tenantId: num(row, `${a}_tenant_id`),
-  domainId: num(row, `${a}_domain_id`),
+  ...inDomain(row, a),
   msisdn: row[`${a}_msisdn`] as string,
   ...policed(row, a),
 });
@@ -101,7 +101,7 @@ export interface Embedded {
 
 /**
  * The directory objects of a list's keys, by alias and id ("c1", "d10"): read once for the whole list,
- * so its rows share them (and the list's writer serialises each once, src/http/key-text.ts).
+ * so its rows share them (and the list's writer serialises each once, src/http/keys/key-text.ts).
  */
 export type Entities = Map<string, Customer | Domain | Application | Subscriber | User>;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { customerScope, domainScope } from "../scope.ts";
+import { customerScope, domainScope } from "../scope/scope.ts";
 import { importLineProblem, importVerdict, type ImportedKey, type ImportLine, type TokenHolder } from "./import-line.ts";
 
 const NOW = new Date("2026-11-28T12:00:00Z");

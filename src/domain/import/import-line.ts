@@ -3,7 +3,7 @@
 // may use the rest of domain/.
 import type { KeyType } from "../model.ts";
 import type { Policy } from "../policy/policy.ts";
-import type { Scope } from "../scope.ts";
+import type { Scope } from "../scope/scope.ts";
 
 /** The import's line form, as the export writes it: entities by id, uuid or name (docs/api.md, "Import and export"). */
 export interface ImportLine {

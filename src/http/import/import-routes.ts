@@ -7,7 +7,7 @@ import { AppError, statusOf, type ErrorCode } from "../../domain/errors.ts";
 import type { ImportLine } from "../../domain/import/import-line.ts";
 import { exportKeys, exportNarrowing, recordExport, type ExportedLine } from "../../services/import/export-keys.ts";
 import { KeyImport, lineError, type LineOutcome } from "../../services/import/import-keys.ts";
-import type { ImportNeeds } from "../../services/import/import-needs.ts";
+import type { ImportNeeds } from "../../services/import/needs.ts";
 import { adminAuthor } from "../author.ts";
 import { BODY_LIMIT, limitText } from "../body.ts";
 import { parse, route, type Route } from "../route.ts";

@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { KEY_TYPES } from "../../domain/model.ts";
 import type { ImportLine } from "../../domain/import/import-line.ts";
-import { isTokenFormat } from "../../domain/token.ts";
-import type { ImportedEntity } from "../../services/import/import-needs.ts";
-import { policyObject } from "../policy-schema.ts";
+import { isTokenFormat } from "../../domain/keys/token.ts";
+import type { ImportedEntity } from "../../services/import/needs.ts";
+import { policyObject } from "../policy/policy-schema.ts";
 import { applicationBody, customerBody, domainBody, keyName, rfc3339, subscriberBody, userBody } from "../schemas.ts";
 
 // The import's line and the export's query (docs/api.md, "Import and export"): the key paths' own

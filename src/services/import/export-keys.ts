@@ -1,12 +1,12 @@
 import { notFound } from "../../domain/errors.ts";
-import { parseNamed } from "../../domain/identifier.ts";
+import { parseNamed } from "../../domain/scope/identifier.ts";
 import type { ImportLine } from "../../domain/import/import-line.ts";
 import type { KeyType } from "../../domain/model.ts";
-import type { Author } from "../../domain/key-event.ts";
-import { entityFind, TABLES } from "../../store/directory.ts";
-import { eventRecordExport } from "../../store/key-events.ts";
+import type { Author } from "../../domain/keys/key-event.ts";
+import { entityFind, TABLES } from "../../store/directory/directory.ts";
+import { eventRecordExport } from "../../store/keys/key-events.ts";
 import { keyExportPage, type ExportNarrowing } from "../../store/import/import-keys.ts";
-import type { ImportNeeds } from "./import-needs.ts";
+import type { ImportNeeds } from "./needs.ts";
 
 const PAGE_SIZE = 1_000;
 

@@ -1,12 +1,12 @@
 import { AppError, notFound, UniqueViolation } from "../../domain/errors.ts";
-import { parseNamed } from "../../domain/identifier.ts";
+import { parseNamed } from "../../domain/scope/identifier.ts";
 import type { ImportLine } from "../../domain/import/import-line.ts";
 import type { Customer, Domain, User } from "../../domain/model.ts";
-import { type Scope } from "../../domain/scope.ts";
+import { type Scope } from "../../domain/scope/scope.ts";
 import {
   applicationInsert, customerInsert, domainInsert, entityFind, subscriberInsert, TABLES, userInsert,
-} from "../../store/directory.ts";
-import type { ImportedEntity, ImportNeeds, ImportOptions } from "./import-needs.ts";
+} from "../../store/directory/directory.ts";
+import type { ImportedEntity, ImportNeeds, ImportOptions } from "./needs.ts";
 
 /** Scopes resolved per import are kept up to this many; then they are read again. */
 const MAX_RESOLVED = 10_000;

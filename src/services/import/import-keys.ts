@@ -1,17 +1,17 @@
 import { setImmediate as turn } from "node:timers/promises";
 import { AppError, statusOf, type ErrorCode } from "../../domain/errors.ts";
 import { importedType, importLineProblem, importVerdict, type ImportedKey, type ImportLine, type ImportVerdict } from "../../domain/import/import-line.ts";
-import { changesBetween, type Author, type Changes } from "../../domain/key-event.ts";
-import { keyHolder } from "../../domain/lineage.ts";
+import { changesBetween, type Author, type Changes } from "../../domain/keys/key-event.ts";
+import { keyHolder } from "../../domain/keys/lineage.ts";
 import type { Policy } from "../../domain/policy/policy.ts";
-import { tokenHashHex } from "../../domain/token.ts";
+import { tokenHashHex } from "../../domain/keys/token.ts";
 import type { Queryable } from "../../store/database.ts";
 import { keyAnnounceCreated, keyFindByTokens, keyIdentitiesTaken } from "../../store/import/import-keys.ts";
-import { keyInsertUnlessExists, keyLockById, keyUpdate, type NewKey } from "../../store/keys.ts";
-import { orderedPolicy, policyParam } from "../../store/policies.ts";
-import { policyChanges, resetBalance } from "../policy-changes.ts";
+import { keyInsertUnlessExists, keyLockById, keyUpdate, type NewKey } from "../../store/keys/keys.ts";
+import { orderedPolicy, policyParam } from "../../store/policy/policies.ts";
+import { policyChanges, resetBalance } from "../policy/policy-changes.ts";
 import { ImportDirectory } from "./import-directory.ts";
-import type { ImportNeeds, ImportOptions } from "./import-needs.ts";
+import type { ImportNeeds, ImportOptions } from "./needs.ts";
 
 /** The error body a refused line carries, as every error answer's (docs/api.md, "Errors"). */
 export interface LineError {

@@ -1,11 +1,11 @@
 // The import's and the export's queries of api_keys (docs/migration.md): the keys a batch of tokens
 // and names already names, the announcement of imported keys, and the export's keyset pages. It may
-// use domain/ and the rest of store/.
+// use domain/, and store/'s keys/ (the keyplane_keys payload) and policy/ (a policy column).
 import type { Policy } from "../../domain/policy/policy.ts";
-import type { Scope } from "../../domain/scope.ts";
+import type { Scope } from "../../domain/scope/scope.ts";
 import type { Queryable } from "../database.ts";
-import { KEYS_CHANNEL } from "../key-changes.ts";
-import { policyFromColumn } from "../policies.ts";
+import { KEYS_CHANNEL } from "../keys/key-change.ts";
+import { policyFromColumn } from "../policy/policies.ts";
 
 /** A key a token names, whatever became of it. */
 export interface KeyByToken {
