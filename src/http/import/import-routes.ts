@@ -102,6 +102,7 @@ async function importFile(needs: ImportNeeds, req: Request, res: Response, creat
     else next();
   }
   if (failure) return fail(needs, res, failure);
+  await importer.finish();
   res.end(`${JSON.stringify({ summary })}\n`);
 }
 

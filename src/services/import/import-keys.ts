@@ -6,7 +6,7 @@ import { keyHolder } from "../../domain/keys/lineage.ts";
 import type { Policy } from "../../domain/policy/policy.ts";
 import { tokenHashHex } from "../../domain/keys/token.ts";
 import type { Queryable } from "../../store/database.ts";
-import { keyAnnounceCreated, keyFindByTokens, keyIdentitiesTaken } from "../../store/import/import-keys.ts";
+import { keyAnnounceCreated, keyFindByTokens, keyIdentitiesTaken, keyStatisticsRefresh } from "../../store/import/import-keys.ts";
 import { keyInsertUnlessExists, keyLockById, keyUpdate, type NewKey } from "../../store/keys/keys.ts";
 import { orderedPolicy, policyParam } from "../../store/policy/policies.ts";
 import { policyChanges, resetBalance } from "../policy/policy-changes.ts";
@@ -33,6 +33,9 @@ export const lineError = (code: ErrorCode, message: string): LineError => ({ sta
  */
 const LINES_PER_TURN = 100;
 
+/** Keys created between two refreshes of the planner's statistics (store/import/import-keys.ts). */
+const KEYS_PER_ANALYZE = 100_000;
+
 /** A line resolved and judged ready to be compared with the store. */
 interface Pending {
   index: number;
@@ -52,6 +55,8 @@ export class KeyImport {
   readonly #needs: ImportNeeds;
   readonly #directory: ImportDirectory;
   readonly #by: Author;
+  /** Keys created since the statistics were last refreshed. */
+  #unanalyzed = 0;
 
   constructor(needs: ImportNeeds, options: ImportOptions) {
     this.#needs = needs;
@@ -118,7 +123,10 @@ export class KeyImport {
       for (const [p, id] of updated) await this.#update(tx, p, id, now);
       return new Map(stored.map((s, i) => [created[i]!, s]));
     });
-    this.#needs.metrics?.keyEvents("created", [...inserted.values()].filter(Boolean).length);
+    const createdCount = [...inserted.values()].filter(Boolean).length;
+    this.#needs.metrics?.keyEvents("created", createdCount);
+    this.#unanalyzed += createdCount;
+    if (this.#unanalyzed >= KEYS_PER_ANALYZE) await this.finish();
     this.#needs.metrics?.keyEvents("updated", updated.length);
     for (const [p, verdict] of verdicts) {
       if (verdict.status === "created") {
@@ -133,6 +141,13 @@ export class KeyImport {
       // This process's cache forgets the token at once; the others hear the announcement.
       if (verdict.status === "created" || verdict.status === "updated") this.#needs.keyCache.invalidate(p.hash);
     }
+  }
+
+  /** Once the file is done (and every KEYS_PER_ANALYZE keys): the planner learns how large the tables have grown, when many keys came. */
+  async finish(): Promise<void> {
+    if (this.#unanalyzed < KEYS_PER_ANALYZE / 10) return;
+    this.#unanalyzed = 0;
+    await keyStatisticsRefresh(this.#needs.db);
   }
 
   #newKey(p: Pending, now: Date): NewKey {
