@@ -7,7 +7,7 @@ import type { Policy } from "../../domain/policy/policy.ts";
 import { tokenHashHex } from "../../domain/keys/token.ts";
 import type { Queryable } from "../../store/database.ts";
 import { keyAnnounceCreated, keyFindByTokens, keyIdentitiesTaken, keyStatisticsRefresh } from "../../store/import/import-keys.ts";
-import { keyInsertUnlessExists, keyLockById, keyUpdate, type NewKey } from "../../store/keys/keys.ts";
+import { keyInsertIdsUnlessExists, keyLockById, keyUpdate, type NewKey } from "../../store/keys/keys.ts";
 import { orderedPolicy, policyParam } from "../../store/policy/policies.ts";
 import { policyChanges, resetBalance } from "../policy/policy-changes.ts";
 import { ImportDirectory } from "./import-directory.ts";
@@ -118,21 +118,21 @@ export class KeyImport {
       if (newKeys.push(this.#newKey(p, now)) % LINES_PER_TURN === 0) await turn();
     }
     const inserted = await db.transaction(async (tx) => {
-      const stored = await keyInsertUnlessExists(tx, newKeys);
-      await keyAnnounceCreated(tx, stored.flatMap((s, i) => (s ? [{ id: s.id, hash: created[i]!.hash }] : [])));
+      const ids = await keyInsertIdsUnlessExists(tx, newKeys);
+      await keyAnnounceCreated(tx, ids.flatMap((id, i) => (id !== undefined ? [{ id, hash: created[i]!.hash }] : [])));
       for (const [p, id] of updated) await this.#update(tx, p, id, now);
-      return new Map(stored.map((s, i) => [created[i]!, s]));
+      return new Map(ids.map((id, i) => [created[i]!, id]));
     });
-    const createdCount = [...inserted.values()].filter(Boolean).length;
+    const createdCount = [...inserted.values()].filter((id) => id !== undefined).length;
     this.#needs.metrics?.keyEvents("created", createdCount);
     this.#unanalyzed += createdCount;
     if (this.#unanalyzed >= KEYS_PER_ANALYZE) await this.finish();
     this.#needs.metrics?.keyEvents("updated", updated.length);
     for (const [p, verdict] of verdicts) {
       if (verdict.status === "created") {
-        const stored = inserted.get(p);
+        const id = inserted.get(p);
         // Another writer took the token or the name between the read and the write.
-        outcomes[p.index] = stored ? { status: "created", id: stored.id } : { status: "conflict", error: lineError("conflict", "The token or the name was taken meanwhile.") };
+        outcomes[p.index] = id !== undefined ? { status: "created", id } : { status: "conflict", error: lineError("conflict", "The token or the name was taken meanwhile.") };
       } else if (verdict.status === "conflict") {
         outcomes[p.index] = { status: "conflict", error: lineError("conflict", verdict.message) };
       } else {
