@@ -1,5 +1,7 @@
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tokenHashHex } from "../../src/domain/keys/token.ts";
+import { keyLogRead } from "../../src/store/keys/key-catch-up.ts";
 import { backends } from "../support/databases.ts";
 import { exportFile, importFile, ndjson, token } from "../support/import.ts";
 import { startPeer, startService, type TestService } from "../support/service.ts";
@@ -174,5 +176,14 @@ describe.each(backends())("import and export (%s)", (backend) => {
     } finally {
       await peer.close();
     }
+  });
+
+  it("the key event log delivers an imported key's creation as a change (a listener that missed its announcement drops the token), an export as none", async () => {
+    const start = await keyLogRead(svc.database.db, null, [], 10);
+    const t = token();
+    const [created] = await importFile(svc, ndjson([{ customer: "acme", name: "caught-up", keyId: t }]));
+    await exportFile(svc, "?customer=acme");
+    const read = await keyLogRead(svc.database.db, start.last, [], 10);
+    expect(read.events.map((e) => e.change)).toEqual([{ id: created!.id, hash: tokenHashHex(t), managedBy: null }, undefined]);
   });
 });
