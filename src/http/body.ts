@@ -19,7 +19,9 @@ export const LARGE_BODY_PATHS: readonly string[] = ["/leaks/github", "/admin/lea
 
 /**
  * The import takes a file of any size, read line by line as it arrives (docs/migration.md): no limit
- * on the whole body, nor on the time it takes to arrive; each of its lines is bounded instead.
+ * on the whole body, each of its lines bounded instead. Nor is it cut when the whole request takes
+ * over 30 s: its answer begins at once, and a request already answering is closed only once its answer
+ * is done (refusals.ts).
  */
 export const STREAMED_BODY_PATHS: readonly string[] = ["/admin/keys/import"];
 

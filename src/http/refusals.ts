@@ -2,7 +2,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:ht
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { statusOf, type ErrorCode } from "../domain/errors.ts";
-import { bodyLimitOf, isStreamedBody, limitText } from "./body.ts";
+import { bodyLimitOf, limitText } from "./body.ts";
 import { errorBody, sendError } from "./errors.ts";
 import { afterOwed, latestExchange } from "./in-flight.ts";
 
@@ -37,11 +37,9 @@ export function onClientError(error: NodeJS.ErrnoException, duplex: Duplex): voi
   const socket = duplex as Socket;
   if (error.code === "ECONNRESET" || !socket.writable) return void socket.destroy();
   if (answered.has(socket)) return;
-  const reading = latestExchange(socket);
-  // An import's body takes as long as its keys take to write (body.ts, STREAMED_BODY_PATHS).
-  if (error.code === "ERR_HTTP_REQUEST_TIMEOUT" && reading && !reading.req.complete && isStreamedBody(reading.req)) return;
   answered.add(socket);
   const [code, message] = clientErrorAnswer(error);
+  const reading = latestExchange(socket);
   if (reading && !reading.req.complete) {
     // The handler still reading that body learns it will never come once the connection has closed
     // (destroying the request sooner would cut its answer short).

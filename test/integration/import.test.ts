@@ -1,4 +1,6 @@
+import { request } from "node:http";
 import supertest from "supertest";
+import { listen } from "../../src/http/server.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tokenHashHex } from "../../src/domain/keys/token.ts";
 import { keyLogRead } from "../../src/store/keys/key-catch-up.ts";
@@ -185,5 +187,29 @@ describe.each(backends())("import and export (%s)", (backend) => {
     await exportFile(svc, "?customer=acme");
     const read = await keyLogRead(svc.database.db, start.last, [], 10);
     expect(read.events.map((e) => e.change)).toEqual([{ id: created!.id, hash: tokenHashHex(t), managedBy: null }, undefined]);
+  });
+
+  it("an import's body may take longer than the whole-request time limit of every other route", async () => {
+    const http = await listen(svc.app, 0, "127.0.0.1", { headersTimeoutMs: 500, requestTimeoutMs: 1_000, checkIntervalMs: 50 });
+    try {
+      const lines = [token(), token(), token()].map((t, i) => JSON.stringify({ customer: "acme", name: `slow-${i}`, keyId: t }) + "\n");
+      const answer = await new Promise<string>((resolve, reject) => {
+        const req = request(`${http.url}/admin/keys/import?createDirectory=true`, {
+          method: "POST", headers: { Authorization: `Bearer ${svc.adminToken}`, "Content-Type": "application/x-ndjson" },
+        }, (res) => {
+          let text = "";
+          res.on("data", (c: Buffer) => (text += c.toString()));
+          res.on("end", () => resolve(`${res.statusCode} ${text}`));
+        });
+        req.on("error", reject);
+        req.flushHeaders();
+        // A line every 800 ms: 2.4 s in all, over the 1 s limit.
+        lines.forEach((line, i) => setTimeout(() => (i === lines.length - 1 ? req.end(line) : req.write(line)), 800 * (i + 1)));
+      });
+      expect(answer).toMatch(/^200 /);
+      expect(answer).toContain('{"summary":{"created":3,');
+    } finally {
+      await http.close(100);
+    }
   });
 });
