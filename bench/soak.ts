@@ -54,6 +54,10 @@ export interface SoakResult {
   peakShare: number;
   /** The timed mix's second half: its first sample and its largest, MiB. */
   secondHalf: { firstMiB: number; maxMiB: number; risePercent: number };
+  /** The timed mix's halves, each part's mean over keyplane's readings (every READING_SECONDS), MiB: where a rise is. */
+  halves: { first: MemoryParts; second: MemoryParts };
+  /** keyplane's readings through the mix, every READING_SECONDS. */
+  readings: MemoryReading[];
   /** Every sample, the fill's first (fill.samples of them): the peak is of them all. */
   samplesMiB: number[];
   withinPeak: boolean;
@@ -62,6 +66,23 @@ export interface SoakResult {
 
 const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
 const neverSeen = () => "XI" + randomBytes(16).toString("hex").toUpperCase();
+
+/**
+ * Resident memory in three parts: the main thread's V8 heap (held, not only used), buffers outside it
+ * (Buffers, ArrayBuffers), and the rest (code, the webhook sender's thread and its heap, malloc's own).
+ */
+export interface MemoryParts { rssMiB: number; heapMiB: number; externalMiB: number; otherMiB: number }
+/** How often keyplane's own readings are taken during the soak. */
+const READING_SECONDS = 5;
+
+function partsOf(r: MemoryReading): MemoryParts {
+  return { rssMiB: r.rssMiB, heapMiB: r.heapTotalMiB, externalMiB: r.externalMiB, otherMiB: r.rssMiB - r.heapTotalMiB - r.externalMiB };
+}
+
+function meanParts(readings: MemoryReading[]): MemoryParts {
+  const mean = (part: keyof MemoryParts) => mib((readings.reduce((sum, r) => sum + partsOf(r)[part], 0) / readings.length) * 2 ** 20);
+  return { rssMiB: mean("rssMiB"), heapMiB: mean("heapMiB"), externalMiB: mean("externalMiB"), otherMiB: mean("otherMiB") };
+}
 
 /** Where the memory is, as keyplane's own metrics say (docs/operations.md, "Metrics"): MiB, but the key cache's entries. */
 export interface MemoryReading { keyCacheEntries: number; rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number }
@@ -187,6 +208,13 @@ export async function soak(seconds: number, say: (text: string) => void, serverU
     const filled = { ...fill, seconds: Math.round((performance.now() - filling) / 1000), samples: samples.length };
     const afterFill = await memoryReading(metrics);
     say(`fill: ${filled.seconds} s, then ${JSON.stringify(afterFill)}`);
+    const readings: MemoryReading[] = [];
+    const reader = (async () => {
+      while (running) {
+        readings.push(await memoryReading(metrics));
+        await sleep(READING_SECONDS * 1_000);
+      }
+    })();
     const end = performance.now() + seconds * 1000;
     say(`soak: ${seconds} s, ${CLIENTS} clients, every kind of request`);
     await Promise.all(
@@ -200,7 +228,7 @@ export async function soak(seconds: number, say: (text: string) => void, serverU
       }),
     );
     running = false;
-    await sampler;
+    await Promise.all([sampler, reader]);
     const atEnd = await memoryReading(metrics);
     const limit = deploymentMemoryLimit();
     const peak = Math.max(...samples);
@@ -209,9 +237,11 @@ export async function soak(seconds: number, say: (text: string) => void, serverU
     const firstMiB = mib(half[0] ?? NaN);
     const maxMiB = mib(Math.max(...half));
     const risePercent = Math.round(((maxMiB - firstMiB) / firstMiB) * 1000) / 10;
+    const middle = Math.floor(readings.length / 2);
+    const halves = { first: meanParts(readings.slice(0, middle)), second: meanParts(readings.slice(middle)) };
     return {
       seconds, fill: filled, memory: { afterFill, atEnd }, requests, statuses, limitMiB: mib(limit), peakMiB: mib(peak), peakShare: Math.round((peak / limit) * 1000) / 1000,
-      secondHalf: { firstMiB, maxMiB, risePercent }, samplesMiB: samples.map(mib),
+      secondHalf: { firstMiB, maxMiB, risePercent }, halves, readings, samplesMiB: samples.map(mib),
       withinPeak: peak <= PEAK_SHARE * limit, flat: risePercent <= FLAT_PERCENT,
     };
   } finally {
@@ -230,7 +260,7 @@ if (import.meta.main) {
   const out = resolve(values.out ?? join(REPO, "bench/results/soak.json"));
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, JSON.stringify({ timestamp: new Date().toISOString(), ...result }, null, 2) + "\n");
-  const { samplesMiB: _samples, ...shown } = result;
+  const { samplesMiB: _samples, readings: _readings, ...shown } = result;
   process.stdout.write(JSON.stringify(shown, null, 2) + "\n");
   process.exitCode = result.withinPeak && result.flat ? 0 : 1;
 }
