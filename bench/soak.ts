@@ -68,24 +68,24 @@ const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
 const neverSeen = () => "XI" + randomBytes(16).toString("hex").toUpperCase();
 
 /**
- * Resident memory in three parts: the main thread's V8 heap (held, not only used), buffers outside it
- * (Buffers, ArrayBuffers), and the rest (code, the webhook sender's thread and its heap, malloc's own).
+ * Resident memory in parts: the serving thread's V8 heap (held, not only used), the webhook sender
+ * thread's, buffers outside the heaps (Buffers, ArrayBuffers), and the rest (code, malloc's own).
  */
-export interface MemoryParts { rssMiB: number; heapMiB: number; externalMiB: number; otherMiB: number }
+export interface MemoryParts { rssMiB: number; heapMiB: number; webhookHeapMiB: number; externalMiB: number; otherMiB: number }
 /** How often keyplane's own readings are taken during the soak. */
 const READING_SECONDS = 5;
 
 function partsOf(r: MemoryReading): MemoryParts {
-  return { rssMiB: r.rssMiB, heapMiB: r.heapTotalMiB, externalMiB: r.externalMiB, otherMiB: r.rssMiB - r.heapTotalMiB - r.externalMiB };
+  return { rssMiB: r.rssMiB, heapMiB: r.heapTotalMiB, webhookHeapMiB: r.webhookHeapMiB, externalMiB: r.externalMiB, otherMiB: r.rssMiB - r.heapTotalMiB - r.webhookHeapMiB - r.externalMiB };
 }
 
 function meanParts(readings: MemoryReading[]): MemoryParts {
   const mean = (part: keyof MemoryParts) => mib((readings.reduce((sum, r) => sum + partsOf(r)[part], 0) / readings.length) * 2 ** 20);
-  return { rssMiB: mean("rssMiB"), heapMiB: mean("heapMiB"), externalMiB: mean("externalMiB"), otherMiB: mean("otherMiB") };
+  return { rssMiB: mean("rssMiB"), heapMiB: mean("heapMiB"), webhookHeapMiB: mean("webhookHeapMiB"), externalMiB: mean("externalMiB"), otherMiB: mean("otherMiB") };
 }
 
 /** Where the memory is, as keyplane's own metrics say (docs/operations.md, "Metrics"): MiB, but the key cache's entries. */
-export interface MemoryReading { keyCacheEntries: number; rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number }
+export interface MemoryReading { keyCacheEntries: number; rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; webhookHeapMiB: number; externalMiB: number }
 
 async function memoryReading(metrics: Client): Promise<MemoryReading> {
   const text = (await metrics.request("GET", "/metrics")).body;
@@ -97,6 +97,7 @@ async function memoryReading(metrics: Client): Promise<MemoryReading> {
   return {
     keyCacheEntries: value("keyplane_key_cache_entries"), rssMiB: mib(value("process_resident_memory_bytes")),
     heapUsedMiB: mib(value("nodejs_heap_size_used_bytes")), heapTotalMiB: mib(value("nodejs_heap_size_total_bytes")),
+    webhookHeapMiB: mib(value("keyplane_webhook_thread_heap_bytes")),
     externalMiB: mib(value("nodejs_external_memory_bytes")),
   };
 }
