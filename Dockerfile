@@ -18,7 +18,7 @@ RUN npm ci --omit=dev && npm cache clean --force
 FROM ${NODE_IMAGE}
 WORKDIR /app
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 KEYPLANE_DATA_DIR=/data
-# Two malloc arenas, not eight a core: the threads' own arenas held some 30 MiB of freed memory under a
+# Two malloc arenas, not eight a core: the threads' own arenas held some 25 MiB of freed memory under a
 # long mix (docs/scaling.md, "Memory"). The Deployment's pods take it from here.
 ENV MALLOC_ARENA_MAX=2
 # Without DATABASE_URL, the embedded database and generated secrets live here: mount a volume.
