@@ -16,5 +16,7 @@ it("runs every kind of request against one keyplane and samples its memory", { t
   expect(result.memory.afterFill.keyCacheEntries).toBeGreaterThanOrEqual(result.fill.keys + result.fill.unknownTokens);
   expect(result.samplesMiB.length).toBeGreaterThan(10);
   for (const n of [result.peakMiB, result.peakShare, result.secondHalf.firstMiB, result.secondHalf.maxMiB, result.secondHalf.risePercent]) expect(Number.isFinite(n)).toBe(true);
+  for (const half of [result.halves.first, result.halves.second]) for (const n of Object.values(half)) expect(Number.isFinite(n)).toBe(true);
+  expect(result.halves.first.webhookHeapMiB).toBeGreaterThan(0); // keyplane serve sends webhooks from a thread of its own
   expect(result.limitMiB).toBe(deploymentMemoryLimit() / 2 ** 20);
 });
