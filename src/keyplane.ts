@@ -129,7 +129,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
     githubKeys: new GithubKeys({ url: options.leaks?.githubKeysUrl ?? GITHUB_KEYS_URL, clock, log, fetch: options.leaks?.fetch }), webhooks };
   if (options.metrics) {
     ctx.metrics = new Metrics({ keyCache: () => keyCache.stats(), databaseUp: () => isReady(ctx), meter: () => meter.stats(),
-      webhookQueue: () => webhookQueue({ db, clock }) });
+      webhookQueue: () => webhookQueue({ db, clock }), webhookHeap: async () => (await sender.heapBytes?.()) ?? 0 });
   }
   const sender = await startSender(ctx, options);
   const expiryNotices = new ExpiryNotices({ db, clock, log }, w.expiryNotices ?? parseExpiryNotices(DEFAULT_EXPIRY_NOTICES));
