@@ -12,6 +12,7 @@ import type { PathScopeCache } from "./path-scope-cache.ts";
 import type { PolicyChains } from "./policy-chain.ts";
 import type { PolicyMeter } from "./policy-meter.ts";
 import type { Throttle } from "./throttle.ts";
+import type { UsageCounter } from "./analytics/usage-counter.ts";
 import type { WebhookSettings } from "./webhook-settings.ts";
 
 /** What every use case runs with: injected, so tests control the clock and the store. */
@@ -37,6 +38,8 @@ export interface Context {
   githubKeys: GithubKeys;
   /** Where webhooks may send (docs/webhooks.md, "Addresses"). */
   webhooks: WebhookSettings;
+  /** Usage analytics' counts of verdicts (docs/analytics.md); absent when analytics are off. */
+  analytics?: UsageCounter;
   /** The Prometheus metrics; absent where nothing serves them. */
   metrics?: Metrics;
   clock: () => Date;

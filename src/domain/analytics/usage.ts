@@ -29,3 +29,9 @@ export function requestsOf(b: Record<Outcome, number>): number {
   for (const o of OUTCOMES) n += b[o];
   return n;
 }
+
+/** The outcome (its index) of each verdict code that names a key (docs/api.md, "Verification"). */
+export const VERDICT_OUTCOMES: Readonly<Record<string, number>> = {
+  VALID: OUTCOME_INDEX.valid, RESTRICTED: OUTCOME_INDEX.restricted, RATE_LIMITED: OUTCOME_INDEX.rateLimited,
+  USAGE_EXCEEDED: OUTCOME_INDEX.usageExceeded, FORBIDDEN: OUTCOME_INDEX.forbidden, DISABLED: OUTCOME_INDEX.disabled, EXPIRED: OUTCOME_INDEX.expired,
+};
