@@ -108,6 +108,8 @@ export interface Keyplane {
   webhooks: Sender;
   /** Sends the key.expiring notices due now (run every 20 s). */
   expiryNotices: ExpiryNotices;
+  /** Usage analytics' periodic work, for tests that move the clock: the write (every 10 s) and the partitions' upkeep (hourly). */
+  analytics: { write(): Promise<void>; upkeep(): Promise<void> };
   /**
    * Stops the background work: listening for key and directory changes, the expiry sweep, the
    * last-use batches and usage analytics, after writing the last of each, and gives back unspent credits (the database stays
@@ -140,7 +142,8 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   const analytics: AnalyticsNeeds = { db, clock, log, retention: options.analytics?.retention ?? parseRetention(DEFAULT_RETENTION), registry: ctx.metrics?.registry };
   if (options.analytics?.counting !== false) ctx.analytics = new UsageCounter(options.clock ? () => clock().getTime() : Date.now);
   const usageWriter = ctx.analytics && new UsageWriter(analytics, ctx.analytics);
-  await usageUpkeep(analytics, usageWriter?.known ?? new Set()).catch((error: unknown) => log.warn({ err: error }, "could not make usage analytics' partitions; will retry"));
+  const upkeep = () => usageUpkeep(analytics, usageWriter?.known ?? new Set());
+  await upkeep().catch((error: unknown) => log.warn({ err: error }, "could not make usage analytics' partitions; will retry"));
   const sender = await startSender(ctx, options);
   const expiryNotices = new ExpiryNotices({ db, clock, log }, w.expiryNotices ?? parseExpiryNotices(DEFAULT_EXPIRY_NOTICES));
   const unlisten = await invalidateCachesOnChanges(ctx);
@@ -156,7 +159,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
     every(WINDOWS_PRUNE_MS, () => pruneWindows(ctx), log, "old rate-limit windows' pruning"),
     every(w.expiryNoticeMs ?? EXPIRY_NOTICE_MS, () => expiryNotices.sweep(), log, "expiry notices"),
     every(WEBHOOK_PRUNE_MS, () => pruneWebhookRecords({ db, clock }, expiryNotices), log, "old webhook deliveries' pruning"),
-    every(ANALYTICS_UPKEEP_MS, () => usageUpkeep(analytics, usageWriter?.known ?? new Set()), log, "usage analytics' partitions"),
+    every(ANALYTICS_UPKEEP_MS, upkeep, log, "usage analytics' partitions"),
     ...(usageWriter ? [every(options.analytics?.writeMs ?? ANALYTICS_WRITE_MS, () => usageWriter.write(), log, "usage analytics' write")] : []),
   ];
   return {
@@ -165,6 +168,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
     metrics: ctx.metrics,
     webhooks: sender,
     expiryNotices,
+    analytics: { write: async () => usageWriter?.write(), upkeep },
     async close() {
       await Promise.all(jobs.map((job) => job.stop()));
       await sender.close();
