@@ -1,7 +1,11 @@
 -- Argo CD health check for keyplane.dev/ApiKey. The operator writes kstatus conditions (docs/operator.md):
 -- Ready, Reconciling (work toward the spec under way: provisioning, a rotation until the old key is
 -- retired) and Stalled (a person must act), each with the generation it was computed for.
-local hs = {}
+
+-- The answer Argo CD reads: a status, and what a person is shown of it.
+local function health(status, message)
+  return { status = status, message = message }
+end
 
 local function condition(kind)
   if obj.status == nil or obj.status.conditions == nil then
@@ -29,40 +33,28 @@ end
 
 local ready = condition("Ready")
 if obj.status == nil or not current(obj.status.observedGeneration) or ready == nil or not current(ready.observedGeneration) then
-  hs.status = "Progressing"
-  hs.message = "Waiting for the operator to act on generation " .. generation
-  return hs
+  return health("Progressing", "Waiting for the operator to act on generation " .. generation)
 end
 
 local stalled = condition("Stalled")
 if stalled ~= nil and stalled.status == "True" then
-  hs.status = "Degraded"
-  hs.message = described(stalled)
-  return hs
+  return health("Degraded", described(stalled))
 end
 
 -- A person must act on these even when no Stalled condition says so (an operator of an older release).
 local needsPerson = { KeyConflict = true, SecretConflict = true, ScopeNotFound = true, InvalidSpec = true, NamespaceNotAllowed = true }
 if ready.status == "False" and needsPerson[ready.reason] then
-  hs.status = "Degraded"
-  hs.message = described(ready)
-  return hs
+  return health("Degraded", described(ready))
 end
 
 local reconciling = condition("Reconciling")
 if reconciling ~= nil and reconciling.status == "True" then
-  hs.status = "Progressing"
-  hs.message = described(reconciling)
-  return hs
+  return health("Progressing", described(reconciling))
 end
 
 if ready.status == "True" then
-  hs.status = "Healthy"
-  hs.message = described(ready)
-  return hs
+  return health("Healthy", described(ready))
 end
 
 -- Not ready for a reason the operator retries by itself (the key store unreachable, a write refused).
-hs.status = "Progressing"
-hs.message = described(ready)
-return hs
+return health("Progressing", described(ready))

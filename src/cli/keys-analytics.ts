@@ -1,4 +1,4 @@
-import { CliError, type ApiClient } from "./keys-api.ts";
+import { CliError, query, type ApiClient } from "./keys-api.ts";
 import { table } from "./table.ts";
 
 // `keyplane keys analytics [KEY]`: a key's verdicts over time by outcome, or, without KEY, the caller's
@@ -27,10 +27,8 @@ type Show = (value: unknown, asTable: () => string) => void;
 /** Shows a key's buckets (KEY given) or its caller's scope's and top keys. */
 export async function analyticsCommand(api: ApiClient, key: string | undefined, o: AnalyticsOptions, show: Show): Promise<void> {
   if (key !== undefined && o.top !== undefined) throw new CliError("--top lists a scope's keys: give it without KEY");
-  const q = new URLSearchParams();
-  for (const name of ["interval", "from", "to", "top"] as const) if (o[name] !== undefined) q.set(name, o[name]);
   const path = key === undefined ? "/analytics" : `/keys/${key}/analytics`;
-  const answer = (await api.request("GET", q.size ? `${path}?${q}` : path)) as Analytics;
+  const answer = (await api.request("GET", path + query({ interval: o.interval, from: o.from, to: o.to, top: o.top }))) as Analytics;
   show(answer, () => analyticsTable(answer));
 }
 

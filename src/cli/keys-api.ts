@@ -1,8 +1,8 @@
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 
 // The REST API as the `keyplane keys` and `keyplane webhooks` commands see it: a base URL, a bearer
-// token, and one error type whose message is the one line the command prints. No token is ever part
-// of a message.
+// token, the flags both read and the queries they make, and one error type whose message is the one
+// line the command prints. No token is ever part of a message.
 export class CliError extends Error {}
 
 /** A command line's option values, as parseArgs reads them with `T`. */
@@ -41,6 +41,33 @@ export function commandLine<T extends ParseArgsOptionsConfig>(
   if (!env.token) throw new CliError("KEYPLANE_TOKEN is not set: export an API key to call the API with");
   const show = (value: unknown, asTable: () => string) => out(output === "json" ? JSON.stringify(value, null, 2) + "\n" : asTable());
   return { o, command, arg, api: apiClient(env.url, env.token, fetchImpl), show };
+}
+
+/** A flag's true or false. */
+export function bool(value: string, flag: string): boolean {
+  if (value === "true" || value === "false") return value === "true";
+  throw new CliError(`${flag} must be true or false, not "${value}"`);
+}
+
+/** A flag's whole number. */
+export function integer(value: string, flag: string): number {
+  if (!/^\d+$/.test(value)) throw new CliError(`${flag} must be a whole number, not "${value}"`);
+  return Number(value);
+}
+
+/** A list's page, as --limit and --before give it. */
+export function pageParams(o: { limit?: string; before?: string }): { limit?: number; before?: number } {
+  return {
+    ...(o.limit !== undefined && { limit: integer(o.limit, "--limit") }),
+    ...(o.before !== undefined && { before: integer(o.before, "--before") }),
+  };
+}
+
+/** "?name=billing&limit=5": the parameters given, in their order; "" for none. */
+export function query(params: Record<string, string | number | boolean | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) if (value !== undefined) q.set(name, String(value));
+  return q.size ? `?${q}` : "";
 }
 
 export interface ApiClient {

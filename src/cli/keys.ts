@@ -1,4 +1,4 @@
-import { CliError, commandLine, type OptionValues } from "./keys-api.ts";
+import { bool, CliError, commandLine, integer, pageParams, query, type OptionValues } from "./keys-api.ts";
 import { analyticsCommand } from "./keys-analytics.ts";
 import { creditsCommand, policyCommand, readInput, type ReadInput } from "./keys-policy.ts";
 import { table } from "./table.ts";
@@ -175,19 +175,11 @@ function basePath(path: string | undefined): string {
 }
 
 function listQuery(o: Options): string {
-  const q = new URLSearchParams();
-  if (o.name !== undefined) q.set("name", o.name);
-  if (o.type !== undefined) q.set("type", o.type);
-  if (o.active !== undefined) q.set("active", String(bool(o.active, "--active")));
-  return q.size ? `?${q}` : "";
+  return query({ name: o.name, type: o.type, active: o.active === undefined ? undefined : bool(o.active, "--active") });
 }
 
 function eventsQuery(o: Options): string {
-  const q = new URLSearchParams();
-  if (o.action !== undefined) q.set("action", o.action);
-  if (o.limit !== undefined) q.set("limit", String(integer(o.limit, "--limit")));
-  if (o.before !== undefined) q.set("before", String(integer(o.before, "--before")));
-  return q.size ? `?${q}` : "";
+  return query({ action: o.action, ...pageParams(o) });
 }
 
 function expiry(o: Options): Record<string, unknown> {
@@ -195,14 +187,4 @@ function expiry(o: Options): Record<string, unknown> {
   if (o["expires-in"] !== undefined) return { expiresIn: integer(o["expires-in"], "--expires-in") };
   if (o["expires-at"] !== undefined) return { expiresAt: o["expires-at"] };
   return {};
-}
-
-function bool(value: string, flag: string): boolean {
-  if (value === "true" || value === "false") return value === "true";
-  throw new CliError(`${flag} must be true or false, not "${value}"`);
-}
-
-function integer(value: string, flag: string): number {
-  if (!/^\d+$/.test(value)) throw new CliError(`${flag} must be a whole number, not "${value}"`);
-  return Number(value);
 }

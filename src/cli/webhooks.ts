@@ -1,4 +1,4 @@
-import { CliError, commandLine } from "./keys-api.ts";
+import { bool, CliError, commandLine, pageParams, query } from "./keys-api.ts";
 import { table } from "./table.ts";
 
 // `keyplane webhooks ...`: the calling key's webhooks against a running server (docs/webhooks.md).
@@ -89,11 +89,7 @@ export async function webhooksCommand(argv: string[], env: { url: string; token:
       return show({ deleted: Number(arg) }, () => `deleted webhook ${arg}\n`);
     }
     case "deliveries": {
-      const q = new URLSearchParams();
-      if (o.state !== undefined) q.set("state", o.state);
-      if (o.limit !== undefined) q.set("limit", String(integer(o.limit, "--limit")));
-      if (o.before !== undefined) q.set("before", String(integer(o.before, "--before")));
-      const list = (await api.request("GET", `/webhooks/${webhookRef(arg)}/deliveries${q.size ? `?${q}` : ""}`)) as Delivery[];
+      const list = (await api.request("GET", `/webhooks/${webhookRef(arg)}/deliveries${query({ state: o.state, ...pageParams(o) })}`)) as Delivery[];
       return show(list, () => deliveryTable(list));
     }
     default:
@@ -121,14 +117,4 @@ function deliveryTable(list: Delivery[]): string {
 function webhookRef(arg: string | undefined): string {
   if (!arg || !/^\d+$/.test(arg)) throw new CliError("this command needs a webhook's numeric ID");
   return arg;
-}
-
-function bool(value: string, flag: string): boolean {
-  if (value === "true" || value === "false") return value === "true";
-  throw new CliError(`${flag} must be true or false, not "${value}"`);
-}
-
-function integer(value: string, flag: string): number {
-  if (!/^\d+$/.test(value)) throw new CliError(`${flag} must be a whole number, not "${value}"`);
-  return Number(value);
 }

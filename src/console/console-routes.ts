@@ -1,6 +1,6 @@
 import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import express, { type Response, type Router } from "express";
+import express, { type NextFunction, type Response, type Router } from "express";
 import { sendError } from "../http/errors.ts";
 
 // The console (docs/adr/0015-console.md): a page for people, served as it is from src/console/public
@@ -37,25 +37,32 @@ function secure(res: Response): void {
   res.setHeader("Cache-Control", "no-cache");
 }
 
-/** The kinds of file the page is made of; anything else in public/ (an editor's backup, notes) is never served. */
-const ASSET = /^[a-z0-9-]+\.(js|css|svg)$/;
+/**
+ * The kinds of file the page is made of, in public/ or one of its rooms (keys/, webhooks/...); anything
+ * else there (an editor's backup, notes) is never served.
+ */
+const ASSET = /^([a-z0-9-]+\/)?[a-z0-9-]+\.(js|css|svg)$/;
 
-/** GET /console, and the page's own files under /console/{asset}: those in public/ when the process started, and nothing else. */
+/**
+ * GET /console, and the page's own files under /console/{asset} and /console/{room}/{asset}: those in
+ * public/ when the process started, and nothing else.
+ */
 export function consoleRoutes(): Router {
-  const assets = new Set(readdirSync(PUBLIC).filter((name) => ASSET.test(name)));
+  const assets = new Set(readdirSync(PUBLIC, { recursive: true, encoding: "utf8" }).filter((name) => ASSET.test(name)));
   const router = express.Router({ caseSensitive: true });
   router.get("/console", (_req, res) => {
     secure(res);
     res.sendFile("index.html", { root: PUBLIC });
   });
-  router.get("/console/:asset", (req, res, next) => {
-    const asset = req.params.asset;
+  const serve = (asset: string, res: Response, next: NextFunction) => {
     if (!assets.has(asset)) return next();
     secure(res);
     res.sendFile(asset, { root: PUBLIC });
-  });
+  };
+  router.get("/console/:asset", (req, res, next) => serve(req.params.asset, res, next));
+  router.get("/console/:room/:asset", (req, res, next) => serve(`${req.params.room}/${req.params.asset}`, res, next));
   // One route per path, so that logs and metrics name each by its own pattern.
-  for (const path of ["/console", "/console/:asset"]) {
+  for (const path of ["/console", "/console/:asset", "/console/:room/:asset"]) {
     router.all(path, (req, res, next) => {
       if (req.method === "GET" || req.method === "HEAD") return next();
       res.setHeader("Allow", "GET, HEAD");

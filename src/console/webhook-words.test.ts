@@ -2,11 +2,11 @@ import { describe, expect, it } from "vitest";
 import { WEBHOOK_TYPES } from "../domain/webhook.ts";
 import { requireReachable } from "../services/webhooks.ts";
 
-// The console's words for a refused webhook URL (public/webhook-words.js), against the messages keyplane
+// The console's words for a refused webhook URL (public/webhooks/webhook-words.js), against the messages keyplane
 // really sends: the browser suite runs keyplane with http and private addresses allowed (its receiver
 // is on 127.0.0.1), so those refusals are seen here. The module is the browser's, plain JavaScript
 // outside the project's types: it is loaded by a path the compiler does not follow.
-const MODULE = new URL("./public/webhook-words.js", import.meta.url).href;
+const MODULE = new URL("./public/webhooks/webhook-words.js", import.meta.url).href;
 const words = (await import(MODULE)) as {
   webhookRefusal(status: number | undefined, message: string): string;
   eventsInWords(events: string[]): string;

@@ -1,4 +1,5 @@
 import type { Request } from "express";
+import type { z } from "zod";
 import type { Customer, Domain } from "../domain/model.ts";
 import { customerScope } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
@@ -53,44 +54,35 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
     }),
   ];
 
+  /** POST and GET of the entities below `parent` (none: the customers), as the directory makes and shows them. */
+  const collection = <B, T>(
+    path: string, what: string, noun: string, parent: string | null, table: directory.EntityTableName, body: z.ZodType<B>, schema: z.ZodType,
+    create: (req: Request, body: B) => Promise<T>, list: (req: Request) => Promise<T[]>,
+  ): Route[] => [
+    route({
+      method: "post", path, operationId: `create${noun}`, tag, auth: "admin", body, refusals: parent ? ["not_found", "conflict"] : ["conflict"], summary: `Create a ${what}`,
+      ok: { status: 201, description: `The ${noun.toLowerCase()}`, schema },
+      handle: async (req, res, input) => void res.status(201).json(await create(req, input.body)),
+    }),
+    route({
+      method: "get", path, operationId: `list${noun}s`, tag, auth: "admin", ...(parent && { refusals: ["not_found"] }), summary: parent ? `List a ${parent}'s ${what}s` : `List ${what}s`,
+      ok: { status: 200, description: `${noun}s`, schema: schema.array() },
+      handle: async (req, res) => void res.json(await directory.shown(ctx, table, await list(req))),
+    }),
+  ];
+
   return [
-    route({
-      method: "post", path: C, operationId: "createCustomer", tag, auth: "admin", body: customerBody, refusals: ["conflict"], summary: "Create a customer",
-      ok: { status: 201, description: "The customer", schema: customerObject },
-      handle: async (_req, res, { body }) => void res.status(201).json(await directory.createCustomer(ctx, body.name)),
-    }),
-    route({
-      method: "get", path: C, operationId: "listCustomers", tag, auth: "admin", summary: "List customers",
-      ok: { status: 200, description: "Customers", schema: customerObject.array() },
-      handle: async (_req, res) => void res.json(await directory.shown(ctx, "customers", await directory.listCustomers(ctx))),
-    }),
+    ...collection(C, "customer", "Customer", null, "customers", customerBody, customerObject,
+      (_req, body) => directory.createCustomer(ctx, body.name), () => directory.listCustomers(ctx)),
     ...entity(`${C}/:customer`, "customer", "Customer", "customers", customerObject, customer),
 
-    route({
-      method: "post", path: CD, operationId: "createDomain", tag, auth: "admin", body: domainBody, refusals: ["not_found", "conflict"], summary: "Create a domain",
-      ok: { status: 201, description: "The domain", schema: domainObject },
-      handle: async (req, res, { body }) => void res.status(201).json(await directory.createDomain(ctx, await customer(req), body.domain)),
-    }),
-    route({
-      method: "get", path: CD, operationId: "listDomains", tag, auth: "admin", refusals: ["not_found"], summary: "List a customer's domains",
-      ok: { status: 200, description: "Domains", schema: domainObject.array() },
-      handle: async (req, res) => void res.json(await directory.shown(ctx, "domains", await directory.listDomains(ctx, await customer(req)))),
-    }),
+    ...collection(CD, "domain", "Domain", "customer", "domains", domainBody, domainObject,
+      async (req, body) => directory.createDomain(ctx, await customer(req), body.domain), async (req) => directory.listDomains(ctx, await customer(req))),
     ...entity(`${CD}/:domain`, "domain", "Domain", "domains", domainObject, domain),
 
-    route({
-      method: "post", path: CDA, operationId: "createApplication", tag, auth: "admin", body: applicationBody, refusals: ["not_found", "conflict"], summary: "Create a voice application",
-      ok: { status: 201, description: "The application", schema: applicationObject },
-      handle: async (req, res, { body }) => {
-        const input = { name: body.name, url: body.url ?? null, method: body.method ?? "POST" } as const;
-        res.status(201).json(await directory.createApplication(ctx, await domain(req), input));
-      },
-    }),
-    route({
-      method: "get", path: CDA, operationId: "listApplications", tag, auth: "admin", refusals: ["not_found"], summary: "List a domain's voice applications",
-      ok: { status: 200, description: "Applications", schema: applicationObject.array() },
-      handle: async (req, res) => void res.json(await directory.shown(ctx, "applications", await directory.listApplications(ctx, await domain(req)))),
-    }),
+    ...collection(CDA, "voice application", "Application", "domain", "applications", applicationBody, applicationObject,
+      async (req, body) => directory.createApplication(ctx, await domain(req), { name: body.name, url: body.url ?? null, method: body.method ?? "POST" }),
+      async (req) => directory.listApplications(ctx, await domain(req))),
     ...entity(`${CDA}/:application`, "voice application", "Application", "applications", applicationObject, application),
     route({
       method: "post", path: `${CDA}/:application/runtime-key`, operationId: "provisionRuntimeKey", tag, auth: "admin", refusals: ["not_found"], summary: "Provision the application's runtime key",
@@ -110,16 +102,8 @@ export function adminRoutes(ctx: Context, runtime: RuntimeOptions): Route[] {
       },
     }),
 
-    route({
-      method: "post", path: CDS, operationId: "createSubscriber", tag, auth: "admin", body: subscriberBody, refusals: ["not_found", "conflict"], summary: "Create a subscriber",
-      ok: { status: 201, description: "The subscriber", schema: subscriberObject },
-      handle: async (req, res, { body }) => void res.status(201).json(await directory.createSubscriber(ctx, await domain(req), body.msisdn)),
-    }),
-    route({
-      method: "get", path: CDS, operationId: "listSubscribers", tag, auth: "admin", refusals: ["not_found"], summary: "List a domain's subscribers",
-      ok: { status: 200, description: "Subscribers", schema: subscriberObject.array() },
-      handle: async (req, res) => void res.json(await directory.shown(ctx, "subscribers", await directory.listSubscribers(ctx, await domain(req)))),
-    }),
+    ...collection(CDS, "subscriber", "Subscriber", "domain", "subscribers", subscriberBody, subscriberObject,
+      async (req, body) => directory.createSubscriber(ctx, await domain(req), body.msisdn), async (req) => directory.listSubscribers(ctx, await domain(req))),
     ...entity(`${CDS}/:subscriber`, "subscriber", "Subscriber", "subscribers", subscriberObject, subscriber),
     ...adminPolicyRoutes(ctx, [
       { path: `${C}/:customer`, level: "customer", noun: "Customer", load: customer },

@@ -1,4 +1,4 @@
-import type { Request } from "express";
+import type { Request, Response } from "express";
 import { forbidden } from "../domain/errors.ts";
 import { sameScope } from "../domain/scope.ts";
 import type { Context } from "../services/context.ts";
@@ -18,13 +18,20 @@ import { creditsBody, creditsObject, policyBody } from "./schemas.ts";
 /** The scope paths: each key base without its `/keys`. */
 const SCOPE_PATHS = BASES.filter((b) => b.path !== "/keys").map((b) => ({ path: b.path.replace(/\/keys$/, ""), tag: b.tag }));
 
-/** Load and authorize: the entity the path ends at; for a change, refused unless the caller is above it. */
-async function authorizedEntity(ctx: Context, req: Request, change: boolean) {
-  const target = await authorizedScope(ctx, req);
-  refuseRestricted(req, "entities' policies and credits");
-  const at = await entityAt(ctx, target);
-  if (change && sameScope(req.principal!.scope, target)) throw refusal(at.level);
-  return at;
+type EntityAt = Awaited<ReturnType<typeof entityAt>>;
+
+/**
+ * A handler: load and authorize the entity the path ends at (for a change, refused unless the caller is
+ * above it), then answer with what `act` makes of it.
+ */
+function answer<B>(ctx: Context, change: boolean, act: (at: EntityAt, body: B) => Promise<unknown>) {
+  return async (req: Request, res: Response, { body }: { body: B }) => {
+    const target = await authorizedScope(ctx, req);
+    refuseRestricted(req, "entities' policies and credits");
+    const at = await entityAt(ctx, target);
+    if (change && sameScope(req.principal!.scope, target)) throw refusal(at.level);
+    res.json(await act(at, body));
+  };
 }
 
 function refusal(level: PolicedLevel) {
@@ -43,37 +50,25 @@ export function scopePolicyRoutes(ctx: Context): Route[] {
         method: "get", path: `${path}/policy`, operationId: `get${noun}Policy`, tag, auth: "key", refusals: ["forbidden", "not_found"],
         summary: "The entity's policy, its credits at the live balance; null for none",
         ok: { status: 200, description: "The policy, or null", schema: policyBody },
-        handle: async (req, res) => {
-          const { level, entity } = await authorizedEntity(ctx, req, false);
-          res.json(await entityPolicy(ctx, level, entity));
-        },
+        handle: answer(ctx, false, ({ level, entity }) => entityPolicy(ctx, level, entity)),
       }),
       route({
         method: "put", path: `${path}/policy`, operationId: `set${noun}Policy`, tag, auth: "key", body: policyBody, bodyRequired: true, refusals: ["forbidden", "not_found"],
         summary: `Replace the entity's policy (null removes it), ${STRICTLY}`,
         ok: { status: 200, description: "The policy, or null", schema: policyBody },
-        handle: async (req, res, { body }) => {
-          const { level, entity } = await authorizedEntity(ctx, req, true);
-          res.json(await setEntityPolicy(ctx, level, entity.id, body));
-        },
+        handle: answer(ctx, true, ({ level, entity }, body) => setEntityPolicy(ctx, level, entity.id, body)),
       }),
       route({
         method: "get", path: `${path}/credits`, operationId: `get${noun}Credits`, tag, auth: "key", refusals: ["forbidden", "not_found"],
         summary: "The entity's balance and next refill; 404 when its policy has no credits",
         ok: { status: 200, description: "The balance", schema: creditsObject },
-        handle: async (req, res) => {
-          const { level, entity } = await authorizedEntity(ctx, req, false);
-          res.json(await entityCredits(ctx, level, entity));
-        },
+        handle: answer(ctx, false, ({ level, entity }) => entityCredits(ctx, level, entity)),
       }),
       route({
         method: "put", path: `${path}/credits`, operationId: `set${noun}Credits`, tag, auth: "key", body: creditsBody, refusals: ["forbidden", "not_found"],
         summary: `Set the entity's balance, or add to it (never below 0), ${STRICTLY}; 404 when its policy has no credits`,
         ok: { status: 200, description: "The balance", schema: creditsObject },
-        handle: async (req, res, { body }) => {
-          const { level, entity } = await authorizedEntity(ctx, req, true);
-          res.json(await setEntityCredits(ctx, level, entity.id, creditsChange(body)));
-        },
+        handle: answer(ctx, true, ({ level, entity }, body) => setEntityCredits(ctx, level, entity.id, creditsChange(body))),
       }),
     ];
   });

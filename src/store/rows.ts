@@ -30,6 +30,8 @@ const state = (row: Row, a: string) => ({
   createdAt: date(row, `${a}_created_at`),
   modifiedAt: date(row, `${a}_modified_at`),
 });
+/** The customer and the domain an application or a subscriber lies in. */
+const inDomain = (row: Row, a: string) => ({ tenantId: num(row, `${a}_tenant_id`), domainId: num(row, `${a}_domain_id`) });
 /** The state of an entity that carries a policy (users do not). */
 const policed = (row: Row, a: string) => ({ ...state(row, a), policy: policyFromColumn(row[`${a}_policy`]) });
 
@@ -44,8 +46,7 @@ export const domainFrom = (row: Row, a = "d"): Domain => ({
 
 export const applicationFrom = (row: Row, a = "a"): Application => ({
   ...ids(row, a),
-  tenantId: num(row, `${a}_tenant_id`),
-  domainId: num(row, `${a}_domain_id`),
+  ...inDomain(row, a),
   name: row[`${a}_name`] as string,
   url: (row[`${a}_url`] ?? null) as string | null,
   method: row[`${a}_method`] as HttpMethod,
@@ -54,8 +55,7 @@ export const applicationFrom = (row: Row, a = "a"): Application => ({
 
 export const subscriberFrom = (row: Row, a = "s"): Subscriber => ({
   ...ids(row, a),
-  tenantId: num(row, `${a}_tenant_id`),
-  domainId: num(row, `${a}_domain_id`),
+  ...inDomain(row, a),
   msisdn: row[`${a}_msisdn`] as string,
   ...policed(row, a),
 });

@@ -28,7 +28,7 @@ describe.skipIf(skip)("the Argo CD health check for ApiKey (lua5.1)", () => {
 
   it("fails the fixtures when the script is broken (the harness can see a wrong answer)", async () => {
     const broken = join(await scratch, "health.lua");
-    await writeFile(broken, (await readFile(HEALTH_LUA, "utf8")).replace('hs.status = "Degraded"', 'hs.status = "Healthy"'));
+    await writeFile(broken, (await readFile(HEALTH_LUA, "utf8")).replace('health("Degraded"', 'health("Healthy"'));
     const obj = load(await readFile(join(DIR, "testdata/degraded-key-conflict.yaml"), "utf8"));
     expect((await runArgoHealth(obj, broken)).status).toBe("Healthy");
   });

@@ -1,22 +1,23 @@
 // @ts-check
 /* global window, location, history */
-import { call, Refused } from "./api.js";
-import { byId, fill, h } from "./dom.js";
-import { showEvents } from "./events.js";
-import { levelOf, scopeOf } from "./format.js";
-import { showKey } from "./key-view.js";
-import { showKeys } from "./keys.js";
-import { clearNotices, fail, inWordsOf, SIGNED_OUT, warn } from "./notice.js";
-import { forgetToken, keepToken, token } from "./session.js";
+import { call, Refused } from "./shared/api.js";
+import { byId, fill, h } from "./shared/dom.js";
+import { showEvents } from "./events/events.js";
+import { levelOf, scopeOf } from "./shared/format.js";
+import { showKey } from "./keys/key-view.js";
+import { showKeys } from "./keys/keys.js";
+import { clearNotices, fail, inWordsOf, SIGNED_OUT, warn } from "./shared/notice.js";
+import { forgetToken, keepToken, token } from "./shared/session.js";
 import { showSignIn } from "./sign-in.js";
-import { showWebhook } from "./webhook-view.js";
-import { showWebhooks } from "./webhooks.js";
+import { showWebhook } from "./webhooks/webhook-view.js";
+import { showWebhooks } from "./webhooks/webhooks.js";
 
 // The console's shell: signing in and out, who is signed in, and which view the address's fragment
 // names (#/keys, #/key/12, #/events, #/webhooks, #/webhook/3). A fragment never holds anything
-// secret: keys and webhooks are named by their numeric id.
+// secret: keys and webhooks are named by their numeric id. It opens the rooms' views (keys/, events/,
+// webhooks/) and the sign-in form; nothing imports it.
 
-/** @type {import("./keys.js").Session | null} */
+/** @type {import("./shared/session.js").Session | null} */
 let session = null;
 const view = byId("view");
 const VIEWS = ["keys", "events", "webhooks"];

@@ -1,7 +1,7 @@
 // @ts-check
-import { call, Refused } from "./api.js";
-import { byId, fill, h } from "./dom.js";
-import { keepToken, TOKEN_FORM } from "./session.js";
+import { call, Refused } from "./shared/api.js";
+import { byId, fill, h } from "./shared/dom.js";
+import { keepToken, TOKEN_FORM } from "./shared/session.js";
 
 // Signing in: the key is tried on GET /keys/self before it is kept, so a wrong key is refused here, in
 // words, and never stored.

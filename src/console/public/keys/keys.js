@@ -1,10 +1,12 @@
 // @ts-check
-/* global document, HTMLElement */
-import { call } from "./api.js";
-import { fill, focusHeading, h, hidden } from "./dom.js";
-import { levelOf, scopeOf, when } from "./format.js";
+// The keys room: the keys view, one key's page, what can be done to a key, and its policy and usage in
+// words. It uses shared/ and, for a key's events, events/; no other room.
+import { call } from "../shared/api.js";
+import { fill, focusHeading, h, hidden, renderAgain } from "../shared/dom.js";
+import { levelOf, scopeOf, when } from "../shared/format.js";
 import { createKey, deleteKey, renameKey, rotateKey, toggleKey } from "./key-actions.js";
-import { fail, signOut } from "./notice.js";
+import { fail, signOut } from "../shared/notice.js";
+import { pager } from "../shared/pager.js";
 import { policySummary } from "./policy.js";
 
 // The keys view: every live key the signed-in key may manage (GET /keys, paged), and what can be done
@@ -12,11 +14,7 @@ import { policySummary } from "./policy.js";
 
 const PAGE = 50;
 
-/**
- * @typedef {object} Session
- * @property {any} me the signed-in key, without its token
- * @property {(token: string) => Promise<void>} continueWith carries on with a new token (the signed-in key was rotated)
- */
+/** @typedef {import("../shared/session.js").Session} Session */
 
 /**
  * A key's status, as a badge.
@@ -68,36 +66,10 @@ export async function showKeys(view, session, shown = PAGE) {
   const { me } = session;
   const heading = h("h1", { id: "keys-title" }, "Keys");
   const tbody = h("tbody");
-  const more = h("button", { type: "button", class: "more", hidden: true }, "Show more keys");
-  let next = /** @type {string | null} */ (null);
-  let count = 0;
-  const reload = () => {
-    // Focus goes back to the control that was used, in the list as it is now, where it still is.
-    const used = document.activeElement instanceof HTMLElement ? document.activeElement.dataset.focus : undefined;
-    void showKeys(view, session, Math.max(PAGE, count)).then(() => {
-      const again = used && view.querySelector(`[data-focus="${used}"]`);
-      if (again instanceof HTMLElement) again.focus();
-    });
-  };
-
-  /** @param {string} path */
-  const load = async (path) => {
-    const page = await call("GET", path);
-    next = page.next;
-    more.hidden = !next;
-    const rows = page.body.map((/** @type {any} */ key) => row(key, session, reload));
-    tbody.append(...rows);
-    count += rows.length;
-    return rows;
-  };
-  more.addEventListener("click", async () => {
-    if (!next) return;
-    try {
-      const [first] = await load(next);
-      first?.querySelector("a")?.focus();
-    } catch (error) {
-      fail(error);
-    }
+  const reload = () => renderAgain(view, () => showKeys(view, session, Math.max(PAGE, list.count())));
+  const list = pager({
+    label: "Show more keys", get: (path) => call("GET", path), tbody,
+    row: (key) => row(key, session, reload), focus: (first) => first.querySelector("a")?.focus(),
   });
 
   const create = h("button", { type: "button", class: "primary", "data-focus": "create", onclick: async () => { if (await createKey()) reload(); } }, "Create key");
@@ -110,11 +82,11 @@ export async function showKeys(view, session, shown = PAGE) {
     h("div", { class: "view-head" }, heading, create),
     h("p", { class: "lede" }, `The keys that “${me.name}” may manage, in ${scopeOf(me)} and below.`),
     h("div", { class: "table-wrap", role: "region", "aria-labelledby": "keys-title", tabindex: 0 }, table),
-    more);
+    list.more);
   focusHeading(heading);
   try {
-    await load(`/keys?limit=${Math.min(1000, shown)}`);
-    if (!count) tbody.append(h("tr", {}, h("td", { colspan: 8 }, "No keys.")));
+    const rows = await list.load(`/keys?limit=${Math.min(1000, shown)}`);
+    if (!rows.length) tbody.append(h("tr", {}, h("td", { colspan: 8 }, "No keys.")));
   } catch (error) {
     fail(error);
   }

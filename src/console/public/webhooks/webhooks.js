@@ -1,10 +1,12 @@
 // @ts-check
-/* global document, HTMLElement */
-import { fill, focusHeading, h, hidden } from "./dom.js";
-import { scopeOf, when } from "./format.js";
-import { fail } from "./notice.js";
+// The webhooks room: the webhooks view, one webhook's page with its deliveries, what can be done to a
+// webhook, and webhooks in words. It uses shared/; no other room.
+import { Refused } from "../shared/api.js";
+import { fill, focusHeading, h, hidden, renderAgain } from "../shared/dom.js";
+import { scopeOf, when } from "../shared/format.js";
+import { fail } from "../shared/notice.js";
+import { pager } from "../shared/pager.js";
 import { createWebhook, deleteWebhook, editWebhook, toggleWebhook, webhookCall } from "./webhook-actions.js";
-import { Refused } from "./api.js";
 import { eventsInWords, NOT_FOR_THIS_KEY } from "./webhook-words.js";
 
 // The webhooks view (docs/webhooks.md): the webhooks the signed-in key may manage (GET /webhooks: those
@@ -67,49 +69,25 @@ export function webhookButtons(webhook, changed) {
 
 /**
  * @param {HTMLElement} view
- * @param {import("./keys.js").Session} session
+ * @param {import("../shared/session.js").Session} session
  * @param {number} [shown] how many webhooks to read at once: as many as were shown before a reload
  */
 export async function showWebhooks(view, session, shown = PAGE) {
   const { me } = session;
   const heading = h("h1", { id: "webhooks-title" }, "Webhooks");
   const tbody = h("tbody");
-  const more = h("button", { type: "button", class: "more", hidden: true }, "Show more webhooks");
-  let next = /** @type {string | null} */ (null);
-  let count = 0;
-  const reload = () => {
-    // Focus goes back to the control that was used, in the list as it is now, where it still is.
-    const used = document.activeElement instanceof HTMLElement ? document.activeElement.dataset.focus : undefined;
-    void showWebhooks(view, session, Math.max(PAGE, count)).then(() => {
-      const again = used && view.querySelector(`[data-focus="${used}"]`);
-      if (again instanceof HTMLElement) again.focus();
-    });
-  };
-  /** @param {string} path */
-  const load = async (path) => {
-    const page = await webhookCall("GET", path);
-    next = page.next;
-    more.hidden = !next;
-    const rows = page.body.map((/** @type {any} */ webhook) => h("tr", {},
+  const reload = () => renderAgain(view, () => showWebhooks(view, session, Math.max(PAGE, list.count())));
+  const list = pager({
+    label: "Show more webhooks", get: (path) => webhookCall("GET", path), tbody,
+    row: (webhook) => h("tr", {},
       h("th", { scope: "row", class: "url" }, h("a", { href: `#/webhook/${webhook.id}` }, webhook.url)),
       h("td", {}, webhook.description ?? h("span", { class: "muted" }, "none")),
       h("td", {}, eventsInWords(webhook.events)),
       h("td", {}, webhookScope(webhook, me)),
       h("td", {}, webhookStatus(webhook)),
       h("td", {}, when(webhook.createdAt)),
-      h("td", {}, h("div", { class: "row-actions" }, ...webhookButtons(webhook, reload)))));
-    tbody.append(...rows);
-    count += rows.length;
-    return rows;
-  };
-  more.addEventListener("click", async () => {
-    if (!next) return;
-    try {
-      const [first] = await load(next);
-      first?.querySelector("a")?.focus();
-    } catch (error) {
-      fail(error);
-    }
+      h("td", {}, h("div", { class: "row-actions" }, ...webhookButtons(webhook, reload)))),
+    focus: (first) => first.querySelector("a")?.focus(),
   });
   const create = h("button", { type: "button", class: "primary", "data-focus": "create-webhook", onclick: async () => { if (await createWebhook(me)) reload(); } }, "Create webhook");
   const table = h("table", { id: "webhooks" },
@@ -122,12 +100,12 @@ export async function showWebhooks(view, session, shown = PAGE) {
     h("p", { class: "lede" }, "keyplane sends a signed message to a webhook's URL whenever a key inside its scope is created, changed, rotated, deleted, " +
       `nears its expiry or expires, is found leaked, or runs out of credits. These are the webhooks “${me.name}” may manage, in ${scopeOf(me)} and below.`),
     h("div", { class: "table-wrap", role: "region", "aria-labelledby": "webhooks-title", tabindex: 0 }, table),
-    more,
+    list.more,
   );
   focusHeading(heading);
   try {
-    await load(`/webhooks?limit=${Math.min(1000, shown)}`);
-    if (!count) tbody.append(h("tr", {}, h("td", { colspan: 7 }, "No webhooks yet.")));
+    const rows = await list.load(`/webhooks?limit=${Math.min(1000, shown)}`);
+    if (!rows.length) tbody.append(h("tr", {}, h("td", { colspan: 7 }, "No webhooks yet.")));
   } catch (error) {
     // A restricted key may not use webhooks at all: the view says so instead of a table it cannot fill.
     if (error instanceof Refused && error.status === 403) return fill(view, h("div", { class: "view-head" }, heading), h("p", { class: "lede", id: "webhooks-unavailable" }, NOT_FOR_THIS_KEY));

@@ -1,10 +1,10 @@
 // @ts-check
-import { call, keyPath } from "./api.js";
-import { fill, focusHeading, h } from "./dom.js";
-import { eventsTable } from "./events.js";
-import { levelOf, scopeOf, when } from "./format.js";
+import { call, keyPath } from "../shared/api.js";
+import { fill, focusHeading, h } from "../shared/dom.js";
+import { eventsTable } from "../events/events.js";
+import { levelOf, scopeOf, when } from "../shared/format.js";
 import { actionButtons, status } from "./keys.js";
-import { fail } from "./notice.js";
+import { fail } from "../shared/notice.js";
 import { policyView } from "./policy.js";
 import { usageSection } from "./usage.js";
 
@@ -17,7 +17,7 @@ const ENTITIES = /** @type {const} */ ([
 
 /**
  * @param {HTMLElement} view
- * @param {import("./keys.js").Session} session
+ * @param {import("../shared/session.js").Session} session
  * @param {number} id
  */
 export async function showKey(view, session, id) {
@@ -28,7 +28,8 @@ export async function showKey(view, session, id) {
   focusHeading(heading);
   const [key, history, usage] = await Promise.allSettled([call("GET", keyPath(id)), call("GET", keyPath(id, "/events")), call("GET", keyPath(id, "/usage"))]);
   if (history.status === "fulfilled") {
-    if (!events.add(history.value.body).length) events.empty();
+    events.tbody.append(...history.value.body.map(events.row));
+    if (!history.value.body.length) events.empty();
   } else if (key.status === "fulfilled") {
     fail(history.reason);
   }

@@ -1,8 +1,8 @@
 // @ts-check
-import { call, keyPath } from "./api.js";
-import { fill, h, hidden } from "./dom.js";
-import { number, when } from "./format.js";
-import { announce, fail } from "./notice.js";
+import { call, keyPath } from "../shared/api.js";
+import { fill, h, hidden } from "../shared/dom.js";
+import { number, when } from "../shared/format.js";
+import { announce, fail } from "../shared/notice.js";
 import { period } from "./policy.js";
 
 // What a key has used of what binds it, now (GET {base}/{key-id}/usage, docs/api.md "Key policy"):

@@ -1,6 +1,6 @@
 // @ts-check
-import { h } from "./dom.js";
-import { number, when } from "./format.js";
+import { h } from "../shared/dom.js";
+import { number, when } from "../shared/format.js";
 
 // A policy (docs/api.md, "Key policy") in words: where a key may be used from, how fast, how much.
 

@@ -1,10 +1,10 @@
 // @ts-check
-import { call, Refused } from "./api.js";
-import { openDialog } from "./dialog.js";
-import { h } from "./dom.js";
-import { scopeOf } from "./format.js";
-import { announce, fail } from "./notice.js";
-import { showSigningSecretOnce } from "./token.js";
+import { call, Refused } from "../shared/api.js";
+import { openDialog } from "../shared/dialog.js";
+import { h } from "../shared/dom.js";
+import { scopeOf } from "../shared/format.js";
+import { announce, fail } from "../shared/notice.js";
+import { showSigningSecretOnce } from "../shared/token.js";
 import { webhookForm } from "./webhook-form.js";
 import { webhookRefusal } from "./webhook-words.js";
 

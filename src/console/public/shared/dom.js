@@ -1,5 +1,5 @@
 // @ts-check
-/* global document */
+/* global document, HTMLElement */
 
 // The page is built from elements and text nodes, never from HTML strings: nothing a key's name or
 // an answer holds can become markup (and the CSP's Trusted Types rule would refuse it anyway).
@@ -74,4 +74,27 @@ export function hidden(text) {
 export function focusHeading(heading) {
   heading.setAttribute("tabindex", "-1");
   heading.focus();
+}
+
+/**
+ * Moves focus to a table row's heading cell, as to a view's heading.
+ * @param {Element} row
+ */
+export function focusRowHeading(row) {
+  const cell = row.querySelector("th");
+  if (cell instanceof HTMLElement) focusHeading(cell);
+}
+
+/**
+ * Renders a view again with `render`, then focus goes back to the control that was used (by its
+ * data-focus), in the view as it is now, where it still is.
+ * @param {HTMLElement} view
+ * @param {() => Promise<void>} render
+ */
+export function renderAgain(view, render) {
+  const used = document.activeElement instanceof HTMLElement ? document.activeElement.dataset.focus : undefined;
+  void render().then(() => {
+    const again = used && view.querySelector(`[data-focus="${used}"]`);
+    if (again instanceof HTMLElement) again.focus();
+  });
 }

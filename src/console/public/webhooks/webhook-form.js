@@ -1,6 +1,6 @@
 // @ts-check
-import { Refused } from "./api.js";
-import { h } from "./dom.js";
+import { Refused } from "../shared/api.js";
+import { h } from "../shared/dom.js";
 import { EVENT_TYPES } from "./webhook-words.js";
 
 // The fields of a webhook (docs/webhooks.md): where it sends, what it is for, and which messages. The

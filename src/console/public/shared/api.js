@@ -1,4 +1,6 @@
 // @ts-check
+// The shared pieces every room uses: the REST API (this file), elements, dialogs, notices, formats and
+// words, the session, secrets shown once, the pager. They use nothing outside shared/.
 /* global fetch */
 import { token } from "./session.js";
 import { inWords, UNREACHABLE } from "./words.js";

@@ -1,8 +1,8 @@
 // @ts-check
-/* global HTMLElement */
-import { fill, focusHeading, h, hidden } from "./dom.js";
-import { when } from "./format.js";
-import { fail, goTo } from "./notice.js";
+import { fill, focusHeading, focusRowHeading, h, hidden } from "../shared/dom.js";
+import { when } from "../shared/format.js";
+import { fail, goTo } from "../shared/notice.js";
+import { pager } from "../shared/pager.js";
 import { webhookCall, webhookPath } from "./webhook-actions.js";
 import { eventsInWords } from "./webhook-words.js";
 import { webhookButtons, webhookScope, webhookStatus } from "./webhooks.js";
@@ -16,7 +16,7 @@ const STATES = /** @type {const} */ ({ delivered: ["on", "Delivered"], pending: 
 
 /**
  * @param {HTMLElement} view
- * @param {import("./keys.js").Session} session
+ * @param {import("../shared/session.js").Session} session
  * @param {number} id
  */
 export async function showWebhook(view, session, id) {
@@ -57,30 +57,10 @@ export async function showWebhook(view, session, id) {
  */
 async function showDeliveries(place, id) {
   const tbody = h("tbody");
-  const more = h("button", { type: "button", class: "more", hidden: true }, "Show older deliveries");
   // Focus stays on Refresh, which the new rendering replaces.
   const refresh = h("button", { type: "button", class: "small", onclick: () => void showDeliveries(place, id).then(() => place.querySelector("button")?.focus()) },
     "Refresh", hidden(" the deliveries"));
-  let next = /** @type {string | null} */ (null);
-  /** @param {string} path */
-  const load = async (path) => {
-    const page = await webhookCall("GET", path);
-    next = page.next;
-    more.hidden = !next;
-    const rows = page.body.map(deliveryRow);
-    tbody.append(...rows);
-    return rows;
-  };
-  more.addEventListener("click", async () => {
-    if (!next) return;
-    try {
-      const [first] = await load(next);
-      const cell = first?.querySelector("th");
-      if (cell instanceof HTMLElement) focusHeading(cell);
-    } catch (error) {
-      fail(error);
-    }
-  });
+  const list = pager({ label: "Show older deliveries", get: (path) => webhookCall("GET", path), tbody, row: deliveryRow, focus: focusRowHeading });
   fill(place,
     h("div", { class: "section-head" }, h("h2", { id: "deliveries-title" }, "Deliveries"), refresh),
     h("p", { class: "hint" }, "Every message keyplane has sent this webhook, or is about to, newest first. A message is delivered when the receiver answers 2xx " +
@@ -90,9 +70,9 @@ async function showDeliveries(place, id) {
         h("caption", {}, "This webhook's messages, newest first, with every attempt to deliver each."),
         h("thead", {}, h("tr", {}, ...["Message", "Event", "State", "Attempts", "Next attempt"].map((t) => h("th", { scope: "col" }, t)))),
         tbody)),
-    more);
+    list.more);
   try {
-    const rows = await load(`${webhookPath(id)}/deliveries?limit=${PAGE}`);
+    const rows = await list.load(`${webhookPath(id)}/deliveries?limit=${PAGE}`);
     if (!rows.length) tbody.append(h("tr", {}, h("td", { colspan: 5 }, "No messages yet: one comes with the next change to a key in the webhook's scope.")));
   } catch (error) {
     fail(error);

@@ -6,6 +6,13 @@
 // in a URL. Closing the tab signs out.
 const TOKEN = "keyplane.console.token";
 
+/**
+ * What every view is given of the signed-in key.
+ * @typedef {object} Session
+ * @property {any} me the signed-in key, without its token
+ * @property {(token: string) => Promise<void>} continueWith carries on with a new token (the signed-in key was rotated)
+ */
+
 /** @returns {string | null} */
 export function token() {
   return sessionStorage.getItem(TOKEN);

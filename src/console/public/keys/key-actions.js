@@ -1,9 +1,9 @@
 // @ts-check
-import { call, keyPath, Refused } from "./api.js";
-import { openDialog } from "./dialog.js";
-import { h } from "./dom.js";
-import { announce, fail } from "./notice.js";
-import { showTokenOnce } from "./token.js";
+import { call, keyPath, Refused } from "../shared/api.js";
+import { openDialog } from "../shared/dialog.js";
+import { h } from "../shared/dom.js";
+import { announce, fail } from "../shared/notice.js";
+import { showTokenOnce } from "../shared/token.js";
 
 // What can be done to keys, each through the REST API: create, rename, disable and enable, rotate,
 // delete. Each resolves true when it changed something, so the view showing the key reloads.
