@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import { INTERVALS, type Interval } from "../../domain/analytics/usage.ts";
 import { partitionsBetween, usagePartitionCreate } from "../../store/analytics/partitions.ts";
 import { usageRecord, type UsageBatch } from "../../store/analytics/usage-writes.ts";
@@ -67,7 +67,7 @@ export class UsageWriter {
   }
 }
 
-function writerMetrics(registry: AnalyticsNeeds["registry"] & object, counter: UsageCounter): WriterMetrics {
+function writerMetrics(registry: Registry, counter: UsageCounter): WriterMetrics {
   const registers = [registry];
   new Gauge({ name: "keyplane_analytics_pending_rows", help: "Key-minutes of usage analytics counted by this process and not yet written", registers,
     collect() {
