@@ -2,10 +2,9 @@
 // outcome, minute and key lineage, written by each process and summed exactly; read back by minute, hour
 // and day on the key paths, /analytics and /admin/analytics; kept per grain and removed by partition. In
 // this process with a fake clock, on each backend (real processes: analytics-processes.test.ts).
-import pg from "pg";
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { OUTCOMES } from "../../src/domain/analytics/usage.ts";
+import type { OUTCOMES } from "../../src/domain/analytics/usage.ts";
 import { fakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";
 import { startPeer, startService, type TestService } from "../support/service.ts";
