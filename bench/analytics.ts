@@ -7,8 +7,9 @@ import { usageUpkeep } from "../src/services/analytics/usage-upkeep.ts";
 import { UsageWriter } from "../src/services/analytics/usage-writer.ts";
 import { openPostgres } from "../src/store/postgres.ts";
 import type { BenchDatabase } from "./database.ts";
-import { load, percentile, type LoadResult } from "./load.ts";
-import { startKeyplane, type KeyplaneEnv, type Metered } from "./processes.ts";
+import { load, percentile } from "./load.ts";
+import type { MetricsTools } from "./metrics.ts";
+import { startKeyplane, type KeyplaneEnv, type Server } from "./processes.ts";
 import { inTurn, median, round, roundsDetail } from "./rounds.ts";
 
 // The analytics phase (bench/README.md, docs/analytics.md): what counting every verdict costs the
@@ -20,15 +21,8 @@ import { inTurn, median, round, roundsDetail } from "./rounds.ts";
 //    statements per write (per process per 10 s), how long a write takes, and, after VACUUM FULL,
 //    the bytes on disk per key-hour of the minutes, hours and days kept.
 
-export interface AnalyticsTools {
-  connections: number;
-  rounds: number;
-  seconds: number;
-  warmupSeconds: number;
-  say(text: string): void;
-  metered(name: string, servers: Metered[], run: () => Promise<LoadResult>): Promise<LoadResult>;
-  expectAnswers(what: string, result: LoadResult, allowed: string[]): void;
-}
+/** As the metrics phase's: each run's CPU per request is kept too, which other work on the machine disturbs less than throughput. */
+export type AnalyticsTools = MetricsTools;
 
 export interface AnalyticsFigures {
   analyticsAuthOnVsOff: number;
@@ -43,6 +37,7 @@ export async function analyticsPhase(
   const on = await startKeyplane("analytics-on", env);
   const off = await startKeyplane("analytics-off", env, [], { KEYPLANE_ANALYTICS: "off" });
   let rounds;
+  const us = { off: [] as number[], on: [] as number[] };
   try {
     const auth: autocannon.Request[] = [
       { method: "GET", path: "/auth", headers: { authorization: `Bearer ${fixture.token}`, "x-original-method": "GET", "x-original-uri": `/customers/${fixture.customer}/invoices` } },
@@ -53,12 +48,13 @@ export async function analyticsPhase(
     await run(off.url, t.warmupSeconds);
     const seconds = t.seconds / 2;
     t.say(`analytics: GET /auth with KEYPLANE_ANALYTICS=off and on in turn, ${t.rounds} rounds of ${seconds} s each, ${t.connections} connections`);
-    rounds = await inTurn(
-      t.rounds,
-      (i) => t.metered(`GET /auth, analytics off ${i}`, [off], () => run(off.url, seconds)),
-      (i) => t.metered(`GET /auth, analytics on ${i}`, [on], () => run(on.url, seconds)),
-    );
-    for (const result of [...rounds.baselines, ...rounds.subjects]) t.expectAnswers("analytics: /auth", result, ["200"]);
+    const measured = async (name: string, server: Server, side: keyof typeof us) => {
+      const { result, usPerRequest } = await t.metered(name, server, () => run(server.url, seconds));
+      t.expectAnswers(name, result, ["200"]);
+      us[side].push(usPerRequest);
+      return result;
+    };
+    rounds = await inTurn(t.rounds, (i) => measured(`GET /auth, analytics off ${i}`, off, "off"), (i) => measured(`GET /auth, analytics on ${i}`, on, "on"));
   } finally {
     await on.stop();
     await off.stop();
@@ -73,7 +69,7 @@ export async function analyticsPhase(
       analyticsBytesPerKeyHour: writer.bytesPerKeyHour.total,
     },
     details: {
-      analyticsAuthOnVsOff: roundsDetail(rounds),
+      analyticsAuthOnVsOff: `${roundsDetail(rounds)}; server CPU per request ${round(median(us.on), 1)} vs ${round(median(us.off), 1)} µs (medians)`,
       analyticsStatementsPerWrite: `${writer.writes} writes of ${keys} keys used once a minute, each of about ${Math.round(keys / 6)} key-minutes: at most ${writer.statementsPerWrite} statement each`,
       analyticsWriteMs: `p50 ${writer.writeMs.p50} ms, max ${writer.writeMs.max} ms a write of about ${Math.round(keys / 6)} key-minutes into minutes, hours and days`,
       analyticsBytesPerKeyHour: `${writer.bytesPerKeyHour.minutes} in minutes (60 rows), ${writer.bytesPerKeyHour.hours} in hours, ${writer.bytesPerKeyHour.days} in days (a day's row over 24); ${writer.millionKeysADay}`,

@@ -494,7 +494,7 @@ async function main(): Promise<number> {
       Object.assign(details, lineage.details);
     }
     if (s.phases.has("analytics")) {
-      const tools = { ...s, say, expectAnswers, metered: (name: string, servers: Metered[], run: () => Promise<LoadResult>) => metered(name, servers, database, run) };
+      const tools = { ...s, say, expectAnswers, metered: (name: string, server: Metered, run: () => Promise<LoadResult>) => meteredOn(name, server, database, run) };
       const analytics = await analyticsPhase(tools, env, db, fixture, s.mode === "full" ? 100_000 : 10_000, s.mode === "full" ? 6 : 2);
       Object.assign(values, analytics.figures);
       Object.assign(details, analytics.details);
