@@ -372,7 +372,7 @@ describe.skipIf(missing !== undefined)(`the console in Chromium${missing ? ` (sk
   it("charts a key's usage by outcome, with the numbers in a table and a legend, and the scope's most used keys", async () => {
     const { page } = admin;
     const customer = world.as(tokens.customer);
-    const charted = (await customer("POST", "/customers/acme/domains/sip.acme.example/keys", { name: "charted" })).body;
+    const charted = (await customer("POST", "/customers/acme/domains/media.acme.example/keys", { name: "charted" })).body;
     for (let i = 0; i < 3; i++) expect((await verify(charted.keyId)).code).toBe("VALID");
     const refused = await fetch(`${world.url}/verify`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ key: charted.keyId, path: "/customers/globex/x" }) });
     expect(((await refused.json()) as { code: string }).code).toBe("FORBIDDEN");
