@@ -6,11 +6,12 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { PG_BIN } from "../test/support/pg-cluster.ts";
-import { patroniUnavailable, startPatroni, type PatroniCluster, type PatroniNode } from "../test/support/patroni.ts";
+import { patroniUnavailable, PROBE_WRITE, startPatroni, type PatroniCluster, type PatroniNode } from "../test/support/patroni.ts";
 import pg from "pg";
-import { keyLogRead } from "../src/store/key-catch-up.ts";
+import { keyLogRead } from "../src/store/keys/key-catch-up.ts";
+import { client, customerWithKey } from "./http.ts";
 import { median } from "./rounds.ts";
-import { REPO, startKeyplane, type Server } from "./processes.ts";
+import { REPO, sleep, startKeyplane, type Server } from "./processes.ts";
 
 // `npm run bench:failover`: how long a Patroni failover keeps keyplane from writing, against how long it
 // keeps any client from writing. On a cluster of its own (test/support/patroni.ts: etcd, three Patroni
@@ -36,8 +37,6 @@ const { values } = parseArgs({ args: process.argv.slice(2), options: { failovers
 const FAILOVERS = Number(values.failovers);
 const OUT = resolve(values.out ?? join(REPO, "bench/results/failover.json"));
 
-const hold = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 interface Failover {
   from: string;
   to: string;
@@ -62,7 +61,7 @@ function sampleSessions(cluster: PatroniCluster): { stop(): Promise<Record<strin
             .catch(() => undefined),
         ),
       );
-      await hold(SAMPLE_MS);
+      await sleep(SAMPLE_MS);
     }
   })();
   return {
@@ -80,25 +79,31 @@ async function psqlWrites(cluster: PatroniCluster, since: number): Promise<numbe
   const url = `postgresql://postgres@${hosts}/postgres?target_session_attrs=read-write&connect_timeout=1`;
   for (;;) {
     const ok = await new Promise<boolean>((done) =>
-      execFile(join(PG_BIN, "psql"), [url, "-Atqc", "INSERT INTO failover_probe DEFAULT VALUES"], { timeout: 10_000 }, (error) => done(!error)),
+      execFile(join(PG_BIN, "psql"), [url, "-Atqc", PROBE_WRITE], { timeout: 10_000 }, (error) => done(!error)),
     );
     if (ok) return performance.now() - since;
     if (performance.now() - since > WRITES_WITHIN_MS) throw new Error("psql never wrote");
-    await hold(PSQL_GAP_MS);
+    await sleep(PSQL_GAP_MS);
   }
+}
+
+/** POST /customers/self/keys as `root`, a new name each time: the answer, or undefined when none came. */
+async function provision(p: Server, root: string, prefix: string, signal?: AbortSignal): Promise<Response | undefined> {
+  const res = await fetch(`${p.url}/customers/self/keys`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${root}`, "content-type": "application/json" },
+    body: JSON.stringify({ name: `${prefix}-${randomBytes(6).toString("hex")}` }),
+    signal,
+  }).catch(() => undefined);
+  await res?.arrayBuffer();
+  return res;
 }
 
 /** Provisions keys through keyplane back to back until one sent after `since` is answered 200: when, from `since`. */
 async function keyplaneWrites(p: Server, root: string, since: number): Promise<number> {
-  for (let n = 0; ; n++) {
+  for (;;) {
     const sentAt = performance.now();
-    const res = await fetch(`${p.url}/customers/self/keys`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${root}`, "content-type": "application/json" },
-      body: JSON.stringify({ name: `failover-${randomBytes(6).toString("hex")}` }),
-      signal: AbortSignal.timeout(10_000),
-    }).catch(() => undefined);
-    await res?.arrayBuffer();
+    const res = await provision(p, root, "failover", AbortSignal.timeout(10_000));
     if (res?.status === 200 && sentAt >= since) return performance.now() - since;
     if (res && res.status !== 200 && res.status !== 503) throw new Error(`keyplane answered ${res.status} during a failover`);
     if (performance.now() - since > WRITES_WITHIN_MS) throw new Error("keyplane never wrote");
@@ -112,12 +117,8 @@ async function sessionsUnderLoad(cluster: PatroniCluster, p: Server, root: strin
   await Promise.all(
     Array.from({ length: LOAD_CLIENTS }, async () => {
       while (performance.now() < until) {
-        const res = await fetch(`${p.url}/customers/self/keys`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${root}`, "content-type": "application/json" },
-          body: JSON.stringify({ name: `load-${randomBytes(6).toString("hex")}` }),
-        });
-        await res.arrayBuffer();
+        const res = await provision(p, root, "load");
+        if (!res) throw new Error("keyplane did not answer under load");
       }
     }),
   );
@@ -156,13 +157,11 @@ async function main(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), "keyplane-bench-failover-"));
   let keyplane: Server | undefined;
   try {
-    await cluster.admin("CREATE TABLE failover_probe (at timestamptz DEFAULT now())");
     const adminToken = "kpa_bench_" + randomBytes(24).toString("hex");
     keyplane = await startKeyplane("keyplane", { databaseUrl: cluster.url(), masterKey: randomBytes(32).toString("hex"), adminToken, dataDir });
-    const admin = (path: string, body: object) =>
-      fetch(keyplane!.url + path, { method: "POST", headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
-    await admin("/admin/customers", { name: "bench" });
-    const root = ((await (await admin("/admin/customers/bench/keys", { name: "root" })).json()) as { keyId: string }).keyId;
+    const admin = client(keyplane.url);
+    const root = (await customerWithKey(admin, adminToken, "bench")).token;
+    admin.close();
 
     const underLoad = await sessionsUnderLoad(cluster, keyplane, root);
     console.error(`keyplane's sessions on the primary under load: ${JSON.stringify(underLoad)}`);
@@ -175,7 +174,7 @@ async function main(): Promise<void> {
         await cluster.settled(leader!.name, standby!.name);
       }
       const sampler = sampleSessions(cluster);
-      await hold(1_000);
+      await sleep(1_000);
       const killedAt = cluster.kill(leader!);
       const [psqlMs, keyplaneMs] = await Promise.all([psqlWrites(cluster, killedAt), keyplaneWrites(keyplane, root, killedAt)]);
       results.push({ from: leader!.name, to: standby!.name, psqlMs, keyplaneMs, sessions: await sampler.stop() });

@@ -1,28 +1,14 @@
 import type autocannon from "autocannon";
 import { freePort as nginxPort, nginxMissing, shippedConfig, startNginx } from "../test/support/nginx.ts";
 import { countDetail, countFigures, countTransactions, type BenchDatabase } from "./database.ts";
-import { load, type LoadResult } from "./load.ts";
-import { startBare, type Metered, type Server } from "./processes.ts";
-import { each, inTurn, median, round, roundsDetail } from "./rounds.ts";
+import { load } from "./load.ts";
+import { startBare, type Server } from "./processes.ts";
+import { each, inTurn, median, round, roundsDetail, type RoundsTools } from "./rounds.ts";
 
 // The gateway phase (bench/README.md): /auth and POST /verify with a valid key on a customer path
 // (names to resolve), each against a bare node:http server in the same run, with the database's
 // transactions per request after warm-up; then a real nginx in front of a bare upstream, without and
 // with auth_request to keyplane (the shipped deploy/nginx/keyplane.conf).
-
-export interface GatewayTools {
-  /** Whether to wait for PostgreSQL's counts to settle around each count (the full run). */
-  settle: boolean;
-  connections: number;
-  /** Rounds of each subject against its baseline (bench/rounds.ts). */
-  rounds: number;
-  seconds: number;
-  warmupSeconds: number;
-  say(text: string): void;
-  metered(name: string, servers: Metered[], run: () => Promise<LoadResult>): Promise<LoadResult>;
-  expectAnswers(what: string, result: LoadResult, allowed: string[]): void;
-  problem(text: string): void;
-}
 
 export interface GatewayFigures {
   authVsBare: number;
@@ -36,7 +22,7 @@ export interface GatewayFigures {
   nginxAuthVsPlain: number;
 }
 
-export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase, fixture: { customer: string; token: string }): Promise<{ figures: GatewayFigures; details: Record<string, string>; transactions: Record<"auth" | "verify", ReturnType<typeof countFigures>> }> {
+export async function gatewayPhase(t: RoundsTools, a: Server, db: BenchDatabase, fixture: { customer: string; token: string }): Promise<{ figures: GatewayFigures; details: Record<string, string>; transactions: Record<"auth" | "verify", ReturnType<typeof countFigures>> }> {
   const path = `/customers/${fixture.customer}/invoices`;
   const auth: autocannon.Request[] = [{ method: "GET", path: "/auth", headers: { authorization: `Bearer ${fixture.token}`, "x-original-method": "GET", "x-original-uri": path } }];
   const verify: autocannon.Request[] = [{ method: "POST", path: "/verify", headers: { "content-type": "application/json" }, body: JSON.stringify({ key: fixture.token, path }) }];
@@ -113,7 +99,7 @@ export async function gatewayPhase(t: GatewayTools, a: Server, db: BenchDatabase
 }
 
 /** nginx in front of the bare server: throughput with auth_request to keyplane ÷ throughput without. */
-async function nginxRatio(t: GatewayTools, a: Server, bare: Server, path: string, token: string, details: Record<string, string>): Promise<number> {
+async function nginxRatio(t: RoundsTools, a: Server, bare: Server, path: string, token: string, details: Record<string, string>): Promise<number> {
   const missing = nginxMissing();
   if (missing) {
     t.problem(`gateway: ${missing}`);

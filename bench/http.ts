@@ -51,3 +51,21 @@ export async function expectStatus(answer: Promise<Answer>, expected: number, wh
   if (got.status !== expected) throw new Error(`${what}: expected ${expected}, got ${got.status}: ${got.body.slice(0, 300)}`);
   return got;
 }
+
+export interface Fixture {
+  customer: string;
+  token: string;
+  id: number;
+}
+
+/** A customer and one customer key, through the admin API. */
+export async function customerWithKey(admin: Client, adminToken: string, customer: string): Promise<Fixture> {
+  await expectStatus(admin.request("POST", "/admin/customers", { token: adminToken, body: { name: customer } }), 201, "create customer");
+  const key = await expectStatus(
+    admin.request("POST", `/admin/customers/${customer}/keys`, { token: adminToken, body: { name: `${customer}-owner` } }),
+    200,
+    "provision customer key",
+  );
+  const { keyId, id } = key.json<{ keyId: string; id: number }>();
+  return { customer, token: keyId, id };
+}

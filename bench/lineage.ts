@@ -3,8 +3,7 @@ import type { Client } from "./http.ts";
 import { expectStatus } from "./http.ts";
 import { load } from "./load.ts";
 import type { Server } from "./processes.ts";
-import { inTurn, median, round, roundsDetail } from "./rounds.ts";
-import type { PolicyTools } from "./policy.ts";
+import { inTurn, median, round, roundsDetail, type RoundsTools } from "./rounds.ts";
 
 // Part of the policy phase (bench/README.md): what a key's lineage costs the gateway's hot path
 // (docs/api.md, "Restricted keys"). GET /auth for a key three generations deep whose two ancestors each
@@ -32,7 +31,7 @@ async function deepKey(admin: Client, adminToken: string, customer: string): Pro
 }
 
 export async function lineagePhase(
-  t: PolicyTools, a: Server, admin: Client, adminToken: string, plain: { customer: string; token: string }, customer: string,
+  t: RoundsTools, a: Server, admin: Client, adminToken: string, plain: { customer: string; token: string }, customer: string,
 ): Promise<{ figures: LineageFigures; details: Record<string, string> }> {
   const deep = { customer, token: await deepKey(admin, adminToken, customer) };
   const auth = (f: { customer: string; token: string }): autocannon.Request[] => [

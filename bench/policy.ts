@@ -2,26 +2,15 @@ import type autocannon from "autocannon";
 import { countDetail, countFigures, countTransactions, type BenchDatabase } from "./database.ts";
 import type { Client } from "./http.ts";
 import { expectStatus } from "./http.ts";
-import { load, type LoadResult } from "./load.ts";
-import type { Metered, Server } from "./processes.ts";
-import { each, inTurn, median, round, roundsDetail } from "./rounds.ts";
+import { load } from "./load.ts";
+import type { Server } from "./processes.ts";
+import { each, inTurn, median, round, roundsDetail, type RoundsTools } from "./rounds.ts";
 
 // The policy phase (bench/README.md): what key policy costs the gateway's hot path. GET /auth for a key
 // whose customer has a rate limit of 1,000,000 a minute and 10^9 credits, against GET /auth for a key
 // that no policy binds, in turn in rounds (bench/rounds.ts), on the same keyplane; and the database's
 // transactions per admitted request of the first (leases, docs/adr/0013: a statement per lease, not
 // per request).
-
-export interface PolicyTools {
-  settle: boolean;
-  connections: number;
-  rounds: number;
-  seconds: number;
-  warmupSeconds: number;
-  say(text: string): void;
-  metered(name: string, servers: Metered[], run: () => Promise<LoadResult>): Promise<LoadResult>;
-  expectAnswers(what: string, result: LoadResult, allowed: string[]): void;
-}
 
 export interface PolicyFigures {
   policyAuthVsPlain: number;
@@ -33,7 +22,7 @@ export interface PolicyFigures {
 export const BENCH_POLICY = { ratelimits: [{ name: "calls", limit: 1_000_000, windowSeconds: 60 }], credits: { remaining: 1_000_000_000 } };
 
 export async function policyPhase(
-  t: PolicyTools, a: Server, db: BenchDatabase, admin: Client, adminToken: string,
+  t: RoundsTools, a: Server, db: BenchDatabase, admin: Client, adminToken: string,
   plain: { customer: string; token: string }, bound: { customer: string; token: string },
 ): Promise<{ figures: PolicyFigures; details: Record<string, string>; transactions: ReturnType<typeof countFigures>; limited: number }> {
   await expectStatus(admin.request("PUT", `/admin/customers/${bound.customer}/policy`, { token: adminToken, body: BENCH_POLICY }), 200, "set the customer's policy");

@@ -1,8 +1,24 @@
 import { percentile, type LoadResult } from "./load.ts";
+import type { Metered } from "./processes.ts";
 
 // A subject measured against its baseline in rounds, in turn (bench/README.md, "Slow rounds"): the way
 // every ratio of the benchmark is taken, so that one disturbed run of either (this machine is shared)
 // does not make a figure.
+
+/** What the run (bench/run.ts) hands a phase measured in rounds: gateway, policy, lineage, webhooks. */
+export interface RoundsTools {
+  /** Whether to wait for PostgreSQL's counts to settle around each count (the full run). */
+  settle: boolean;
+  connections: number;
+  /** Rounds of each subject against its baseline. */
+  rounds: number;
+  seconds: number;
+  warmupSeconds: number;
+  say(text: string): void;
+  metered(name: string, servers: Metered[], run: () => Promise<LoadResult>): Promise<LoadResult>;
+  expectAnswers(what: string, result: LoadResult, allowed: string[]): void;
+  problem(text: string): void;
+}
 
 export interface Rounds {
   baselines: LoadResult[];

@@ -8,9 +8,9 @@ import { parseArgs } from "node:util";
 import type autocannon from "autocannon";
 import { analyticsPhase } from "./analytics.ts";
 import { gatewayPhase } from "./gateway.ts";
-import { each, inTurn, median, roundsDetail } from "./rounds.ts";
+import { each, inTurn, median, roundsDetail, type RoundsTools } from "./rounds.ts";
 import { countDetail, countFigures, countTransactions, createBenchDatabase, DEFAULT_DATABASE_URL, type BenchDatabase } from "./database.ts";
-import { client, expectStatus, type Client } from "./http.ts";
+import { client, customerWithKey, expectStatus, type Client, type Fixture } from "./http.ts";
 import { load, percentile, summarize, type LoadResult } from "./load.ts";
 import { metricsPhase } from "./metrics.ts";
 import { lineagePhase } from "./lineage.ts";
@@ -143,24 +143,6 @@ function brief(result: LoadResult) {
     ),
     autocannon: result.autocannon,
   };
-}
-
-interface Fixture {
-  customer: string;
-  token: string;
-  id: number;
-}
-
-/** A customer and one customer key, through the admin API. */
-async function customerWithKey(admin: Client, adminToken: string, customer: string): Promise<Fixture> {
-  await expectStatus(admin.request("POST", "/admin/customers", { token: adminToken, body: { name: customer } }), 201, "create customer");
-  const key = await expectStatus(
-    admin.request("POST", `/admin/customers/${customer}/keys`, { token: adminToken, body: { name: `${customer}-owner` } }),
-    200,
-    "provision customer key",
-  );
-  const { keyId, id } = key.json<{ keyId: string; id: number }>();
-  return { customer, token: keyId, id };
 }
 
 const unknownToken = () => "XI" + randomBytes(16).toString("hex").toUpperCase();
@@ -466,11 +448,11 @@ async function main(): Promise<number> {
       // The later phases measure one keyplane: B's sender, idle, would send A's messages on the same cores.
       await b.stop();
     }
+    const tools: RoundsTools = {
+      ...s, settle: s.mode === "full", say, expectAnswers, problem: (text) => problems.push(text),
+      metered: (name, servers, run) => metered(name, servers, database, run),
+    };
     if (s.phases.has("gateway")) {
-      const tools = {
-        ...s, settle: s.mode === "full", say, expectAnswers, problem: (text: string) => problems.push(text),
-        metered: (name: string, servers: Metered[], run: () => Promise<LoadResult>) => metered(name, servers, database, run),
-      };
       const gateway = await gatewayPhase(tools, a, db, fixture);
       Object.assign(values, gateway.figures);
       Object.assign(details, gateway.details);
@@ -484,7 +466,6 @@ async function main(): Promise<number> {
     }
     if (s.phases.has("policy")) {
       const bound = await customerWithKey(admin, env.adminToken, "bench-policy");
-      const tools = { ...s, settle: s.mode === "full", say, expectAnswers, metered: (name: string, servers: Metered[], run: () => Promise<LoadResult>) => metered(name, servers, database, run) };
       const policy = await policyPhase(tools, a, db, admin, env.adminToken, fixture, bound);
       Object.assign(values, policy.figures);
       Object.assign(details, policy.details);
@@ -502,7 +483,6 @@ async function main(): Promise<number> {
     }
     if (s.phases.has("webhooks")) {
       const owner = await customerWithKey(admin, env.adminToken, "bench-webhooks");
-      const tools = { ...s, say, expectAnswers, problem: (text: string) => problems.push(text), metered: (name: string, servers: Metered[], run: () => Promise<LoadResult>) => metered(name, servers, database, run) };
       const webhooks = await webhooksPhase(tools, a, db, admin, owner);
       Object.assign(values, webhooks.figures);
       Object.assign(details, webhooks.details);

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createBenchDatabase, DEFAULT_DATABASE_URL } from "./database.ts";
-import { NEGATIVE_ENTRIES } from "../src/services/key-cache.ts";
+import { NEGATIVE_ENTRIES } from "../src/services/verification/key-cache.ts";
 import { client, type Client } from "./http.ts";
 import { freePort, memoryOf, REPO, sleep, startKeyplane } from "./processes.ts";
 

@@ -2,8 +2,8 @@ import type autocannon from "autocannon";
 import type { BenchDatabase } from "./database.ts";
 import { client, expectStatus, type Client } from "./http.ts";
 import { load, type LoadResult } from "./load.ts";
-import { cpuMeter, startReceiver as startReceiverProcess, type Metered, type Server } from "./processes.ts";
-import { inTurn, median, round, roundsDetail } from "./rounds.ts";
+import { cpuMeter, startReceiver as startReceiverProcess, type Server } from "./processes.ts";
+import { inTurn, median, round, roundsDetail, type RoundsTools } from "./rounds.ts";
 
 // The webhooks phase (bench/README.md): how fast keyplane's sender empties an outbox of 1,000 queued
 // messages into a local receiver, and what one subscribed webhook costs provisioning, in rounds against
@@ -12,16 +12,6 @@ import { inTurn, median, round, roundsDetail } from "./rounds.ts";
 
 const QUEUED = 1_000;
 const us = (seconds: number, n: number) => Math.round((1e6 * seconds) / n);
-
-export interface WebhookTools {
-  connections: number;
-  rounds: number;
-  seconds: number;
-  say(text: string): void;
-  metered(name: string, servers: Metered[], run: () => Promise<LoadResult>): Promise<LoadResult>;
-  expectAnswers(what: string, result: LoadResult, allowed: string[]): void;
-  problem(text: string): void;
-}
 
 export interface WebhookFigures {
   webhookDeliveriesPerSecond: number;
@@ -57,7 +47,7 @@ function provision(url: string, token: string, prefix: string, connections: numb
 }
 
 export async function webhooksPhase(
-  t: WebhookTools, a: Server, db: BenchDatabase, admin: Client, owner: { customer: string; token: string },
+  t: RoundsTools, a: Server, db: BenchDatabase, admin: Client, owner: { customer: string; token: string },
 ): Promise<{ figures: WebhookFigures; details: Record<string, string> }> {
   const receiver = await startReceiver();
   try {

@@ -4,14 +4,14 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { GRACE_PERIOD_SECONDS } from "./domain/expiry.ts";
+import { GRACE_PERIOD_SECONDS } from "./domain/keys/expiry.ts";
 import { LEAK_POLICIES, type LeakPolicy } from "./domain/policy/policy.ts";
-import { DEFAULT_EXPIRY_NOTICES, parseExpiryNotices } from "./domain/expiry-notices.ts";
+import { DEFAULT_EXPIRY_NOTICES, parseExpiryNotices } from "./domain/webhooks/expiry-notices.ts";
 import { parseMasterKey } from "./domain/seal.ts";
 import { DEFAULT_RETENTION, parseRetention, type Retention } from "./domain/analytics/retention.ts";
-import { parseTrustedProxies, type TrustedProxies } from "./http/client-address.ts";
-import { AUTH_GATEWAYS, type AuthGateway } from "./http/auth-gateway.ts";
-import { GITHUB_KEYS_URL } from "./services/github-keys.ts";
+import { parseTrustedProxies, type TrustedProxies } from "./http/verification/client-address.ts";
+import { AUTH_GATEWAYS, type AuthGateway } from "./http/verification/auth-gateway.ts";
+import { GITHUB_KEYS_URL } from "./services/leaks/github-keys.ts";
 
 // Every setting keyplane reads from the environment is read and checked here, and only here
 // (README.md, "Configuration"); the rest of the code takes what it needs as arguments.

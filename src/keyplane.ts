@@ -3,38 +3,38 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import type { Config, Secrets } from "./config.ts";
 import { createSealer } from "./domain/seal.ts";
-import { createApp } from "./http/app.ts";
-import type { AuthGateway } from "./http/auth-gateway.ts";
-import { AuthHandler } from "./http/auth-routes.ts";
-import { parseTrustedProxies, type TrustedProxies } from "./http/client-address.ts";
-import { withSelfFastPath } from "./http/self-fast-path.ts";
-import { withVerifyFastPath } from "./http/verify-routes.ts";
-import { invalidateCachesOnChanges } from "./services/cache-invalidation.ts";
-import type { Context } from "./services/context.ts";
-import { KeyCache, type KeyCacheOptions } from "./services/key-cache.ts";
-import { KeyInserts } from "./services/key-inserts.ts";
-import { EXPIRY_SWEEP_MS, sweepExpiries } from "./services/expiry-sweep.ts";
-import { LAST_USE_FLUSH_MS, LastUse } from "./services/last-use.ts";
-import { GITHUB_KEYS_URL, GithubKeys } from "./services/github-keys.ts";
-import { DEFAULT_LEAK_SETTINGS, type LeakSettings } from "./services/leaks.ts";
-import { isReady } from "./services/health.ts";
-import { Metrics } from "./services/metrics.ts";
-import { every } from "./services/periodic.ts";
-import { Throttle, type ThrottleOptions } from "./services/throttle.ts";
-import { PathScopeCache, type PathScopeCacheOptions } from "./services/path-scope-cache.ts";
-import { PolicyChains } from "./services/policy-chain.ts";
-import { METER_SWEEP_MS, PolicyMeter, sqlCounters, type PolicyMeterOptions } from "./services/policy-meter.ts";
-import { pruneWindows, WINDOWS_PRUNE_MS } from "./services/policy-windows.ts";
+import { createApp, type AppNeeds } from "./http/app.ts";
+import type { AuthGateway } from "./http/verification/auth-gateway.ts";
+import { AuthHandler } from "./http/verification/auth-routes.ts";
+import { parseTrustedProxies, type TrustedProxies } from "./http/verification/client-address.ts";
+import { withSelfFastPath } from "./http/verification/self-fast-path.ts";
+import { withVerifyFastPath } from "./http/verification/verify-routes.ts";
+import { invalidateCachesOnChanges } from "./services/verification/cache-invalidation.ts";
+import { KeyCache, type KeyCacheOptions } from "./services/verification/key-cache.ts";
+import { KeyInserts } from "./services/keys/key-inserts.ts";
+import { EXPIRY_SWEEP_MS, sweepExpiries } from "./services/keys/expiry-sweep.ts";
+import { LAST_USE_FLUSH_MS, LastUse } from "./services/verification/last-use.ts";
+import { GITHUB_KEYS_URL, GithubKeys } from "./services/leaks/github-keys.ts";
+import { DEFAULT_LEAK_SETTINGS } from "./services/leaks/leaks.ts";
+import type { LeakSettings } from "./services/leaks/needs.ts";
+import { isReady } from "./services/operations/health.ts";
+import { Metrics } from "./services/operations/metrics.ts";
+import { every } from "./services/operations/periodic.ts";
+import { Throttle, type ThrottleOptions } from "./services/verification/throttle.ts";
+import { PathScopeCache, type PathScopeCacheOptions } from "./services/verification/path-scope-cache.ts";
+import { PolicyChains } from "./services/policy/policy-chain.ts";
+import { METER_SWEEP_MS, PolicyMeter, sqlCounters, type PolicyMeterOptions } from "./services/policy/policy-meter.ts";
+import { pruneWindows, WINDOWS_PRUNE_MS } from "./services/policy/policy-windows.ts";
 import { INVOKE_TIMEOUT_MS } from "./runtime/runtime.ts";
-import { DEFAULT_EXPIRY_NOTICES, parseExpiryNotices } from "./domain/expiry-notices.ts";
-import { httpWebhookClient, type WebhookClient } from "./services/webhook-client.ts";
-import { EXPIRY_NOTICE_MS, ExpiryNotices, noticingEmptyBalances, UsageNotices } from "./services/webhook-notices.ts";
-import { pruneWebhookRecords, WEBHOOK_PRUNE_MS, webhookQueue } from "./services/webhook-queue.ts";
-import { WebhookSender, type SendResult, type WebhookSenderOptions } from "./services/webhook-sender.ts";
-import { systemResolver, type WebhookSettings } from "./services/webhook-settings.ts";
+import { DEFAULT_EXPIRY_NOTICES, parseExpiryNotices } from "./domain/webhooks/expiry-notices.ts";
+import { httpWebhookClient, type WebhookClient } from "./services/webhooks/webhook-client.ts";
+import { EXPIRY_NOTICE_MS, ExpiryNotices, noticingEmptyBalances, UsageNotices } from "./services/webhooks/webhook-notices.ts";
+import { pruneWebhookRecords, WEBHOOK_PRUNE_MS, webhookQueue } from "./services/webhooks/webhook-queue.ts";
+import { WebhookSender, type SendResult, type WebhookSenderOptions } from "./services/webhooks/webhook-sender.ts";
+import { systemResolver, type WebhookSettings } from "./services/webhooks/webhook-settings.ts";
 import { VERSION } from "./version.ts";
 import { DEFAULT_RETENTION, parseRetention, type Retention } from "./domain/analytics/retention.ts";
-import { ANALYTICS_UPKEEP_MS, ANALYTICS_WRITE_MS, type AnalyticsNeeds } from "./services/analytics/analytics.ts";
+import { ANALYTICS_UPKEEP_MS, ANALYTICS_WRITE_MS, type AnalyticsNeeds } from "./services/analytics/needs.ts";
 import { UsageCounter } from "./services/analytics/usage-counter.ts";
 import { usageUpkeep } from "./services/analytics/usage-upkeep.ts";
 import { UsageWriter } from "./services/analytics/usage-writer.ts";
@@ -99,7 +99,8 @@ export interface WebhookOptions extends Partial<WebhookSettings> {
 }
 
 export interface Keyplane {
-  ctx: Context;
+  /** The one object that meets every room's needs: the app's routes, the operator and the runtime each read their part. */
+  ctx: AppNeeds;
   /** The HTTP handler: /auth and the fast paths of POST /verify and GET /keys/self in front of the express app. */
   app: RequestListener;
   /** The Prometheus metrics, when asked for. */
@@ -130,7 +131,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   const usage = new UsageNotices({ db, clock, log });
   const meter = new PolicyMeter(noticingEmptyBalances(sqlCounters(db), usage), clock, log, options.meter);
   const webhooks: WebhookSettings = { allowHttp: w.allowHttp ?? false, allowPrivate: w.allowPrivate ?? false, resolve: w.resolve ?? systemResolver };
-  const ctx: Context = { db, sealer: createSealer(options.secrets.masterKey), keyCache, keyInserts: new KeyInserts(db), lastUse,
+  const ctx: AppNeeds = { db, sealer: createSealer(options.secrets.masterKey), keyCache, keyInserts: new KeyInserts(db), lastUse,
     throttle: new Throttle(options.throttle ?? { failuresPerMinute: 60 }), pathScopes: new PathScopeCache(options.pathScopes),
     policies: new PolicyChains(db, log), meter, clock, log, migrations,
     leaks: { policy: options.leaks?.policy ?? DEFAULT_LEAK_SETTINGS.policy, graceSeconds: options.leaks?.graceSeconds ?? DEFAULT_LEAK_SETTINGS.graceSeconds },
@@ -181,7 +182,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
 }
 
 /** The webhook sender: in a worker thread of its own where asked (PostgreSQL), else on this thread. */
-async function startSender(ctx: Context, options: KeyplaneOptions): Promise<Sender> {
+async function startSender(ctx: AppNeeds, options: KeyplaneOptions): Promise<Sender> {
   const w = options.webhooks ?? {};
   const onSent = (result: SendResult, count = 1) => ctx.metrics?.webhookSent(result, count);
   if (w.worker) {

@@ -1,5 +1,5 @@
 import pino, { type DestinationStream, type Logger } from "pino";
-import { tokenHint } from "./domain/token.ts";
+import { tokenHint } from "./domain/keys/token.ts";
 
 // Every log line passes through one scrub, whatever logged it (docs/api.md, "Logs"). Code logs what
 // cannot hold a secret (route patterns, ids, codes); this is the guarantee for the rest: a token, or

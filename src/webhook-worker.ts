@@ -3,9 +3,9 @@ import { isMainThread, parentPort, Worker, workerData } from "node:worker_thread
 import type { Logger } from "pino";
 import { createSealer } from "./domain/seal.ts";
 import { createLogger } from "./logging.ts";
-import { httpWebhookClient } from "./services/webhook-client.ts";
-import { WebhookSender, type SendResult } from "./services/webhook-sender.ts";
-import { systemResolver } from "./services/webhook-settings.ts";
+import { httpWebhookClient } from "./services/webhooks/webhook-client.ts";
+import { WebhookSender, type SendResult } from "./services/webhooks/webhook-sender.ts";
+import { systemResolver } from "./services/webhooks/webhook-settings.ts";
 import { openPostgres } from "./store/postgres.ts";
 
 // On PostgreSQL, `keyplane serve` sends webhooks from a worker thread of its own (docs/adr/0016): its

@@ -1,7 +1,7 @@
 // `keyplane crd`: prints the ApiKey CRD as YAML. `node src/cli/crd.ts --write` (npm run crd) writes
 // the committed copies instead; kustomize loads no file outside deploy/, hence the second one.
 import { writeFile } from "node:fs/promises";
-import { crdYaml } from "../operator/crd.ts";
+import { crdYaml } from "../operator/resource/crd.ts";
 
 export const CRD_FILES = [
   new URL("../../crds/apikeys.keyplane.dev.yaml", import.meta.url),

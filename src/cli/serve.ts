@@ -1,6 +1,6 @@
 import { setFlagsFromString } from "node:v8";
 import { adminTokenPath, loadSecrets, type Config } from "../config.ts";
-import { metricsHandler } from "../http/metrics-server.ts";
+import { metricsHandler } from "../http/operations/metrics-server.ts";
 import { listen } from "../http/server.ts";
 import { createKeyplane, openDatabase } from "../keyplane.ts";
 import { createLogger } from "../logging.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { WEBHOOK_TYPES } from "../domain/webhook.ts";
-import { requireReachable } from "../services/webhooks.ts";
+import { WEBHOOK_TYPES } from "../domain/webhooks/webhook.ts";
+import { requireReachable } from "../services/webhooks/webhooks.ts";
 
 // The console's words for a refused webhook URL (public/webhooks/webhook-words.js), against the messages keyplane
 // really sends: the browser suite runs keyplane with http and private addresses allowed (its receiver

@@ -1,5 +1,5 @@
 import type { Policy } from "./policy/policy.ts";
-import type { Scope } from "./scope.ts";
+import type { Scope } from "./scope/scope.ts";
 
 // The directory of the platform's entities (docs/api.md, "Directory") and the key record.
 export interface Customer {
@@ -91,7 +91,7 @@ export interface StoredKey extends Scope {
   replacedBy: number | null;
   /** The key whose token made this one through the key paths (docs/api.md, "Restricted keys"); null for none. */
   parentId: number | null;
-  /** The id of the first key of its rotation chain: the holder of its own counters (domain/lineage.ts). */
+  /** The id of the first key of its rotation chain: the holder of its own counters (domain/keys/lineage.ts). */
   lineage: number;
   /** Its ancestors' lineages, outermost first. */
   ancestors: readonly number[];

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { createSealer, parseMasterKey } from "./seal.ts";
-import { newToken, tokenHash } from "./token.ts";
+import { newToken, tokenHash } from "./keys/token.ts";
 
 describe("sealed tokens", () => {
   const sealer = createSealer(randomBytes(32));

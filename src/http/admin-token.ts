@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import { bearerToken } from "../services/authenticate.ts";
+import { bearerToken } from "../services/verification/authenticate.ts";
 
 /** Whether the header carries the admin token; compared in constant time (over digests of equal length). */
 export function isAdminToken(header: string | undefined, adminToken: string): boolean {

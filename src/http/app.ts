@@ -1,23 +1,29 @@
 import express, { type NextFunction, type Request, type Response } from "express";
 import "./request.ts";
 import { unauthorized } from "../domain/errors.ts";
-import { authenticate } from "../services/authenticate.ts";
+import { authenticate } from "../services/verification/authenticate.ts";
 import type { RuntimeOptions } from "../runtime/runtime.ts";
-import type { Context } from "../services/context.ts";
-import { adminRoutes } from "./admin-routes.ts";
+import type { DirectoryNeeds } from "../services/directory/needs.ts";
+import type { KeysNeeds } from "../services/keys/needs.ts";
+import type { LeaksNeeds } from "../services/leaks/needs.ts";
+import type { OperationsNeeds } from "../services/operations/needs.ts";
+import type { PolicyNeeds } from "../services/policy/needs.ts";
+import type { VerificationNeeds } from "../services/verification/needs.ts";
+import type { WebhooksNeeds } from "../services/webhooks/needs.ts";
+import { adminRoutes } from "./directory/admin-routes.ts";
 import { BODY_LIMIT, hasBody, isJson } from "./body.ts";
 import { isAdminToken } from "./admin-token.ts";
 import { errorHandler, sendError } from "./errors.ts";
-import { healthRoutes } from "./health-routes.ts";
-import { keysRoutes } from "./keys-routes.ts";
-import { verifyRoutes } from "./verify-routes.ts";
-import { authRoutes, type AuthHandler } from "./auth-routes.ts";
-import type { TrustedProxies } from "./client-address.ts";
-import { keyPathRequest } from "./key-path-request.ts";
-import { githubAuthenticator, leakBodies, leakRoutes } from "./leak-routes.ts";
+import { healthRoutes } from "./operations/health-routes.ts";
+import { keysRoutes } from "./keys/keys-routes.ts";
+import { verifyRoutes } from "./verification/verify-routes.ts";
+import { authRoutes, type AuthHandler } from "./verification/auth-routes.ts";
+import type { TrustedProxies } from "./verification/client-address.ts";
+import { keyPathRequest } from "./verification/key-path-request.ts";
+import { githubAuthenticator, leakBodies, leakRoutes } from "./leaks/leak-routes.ts";
 import { consoleRoutes } from "../console/console-routes.ts";
 import { openApiDocument } from "./openapi.ts";
-import { webhooksRoutes } from "./webhook-routes.ts";
+import { webhooksRoutes } from "./webhooks/webhook-routes.ts";
 import { analyticsRoutes } from "./analytics/analytics-routes.ts";
 import type { AnalyticsNeedsToRead } from "../services/analytics/usage-reads.ts";
 import { logWhenAnswered, REQUEST_ID, requestId } from "./request-log.ts";
@@ -36,7 +42,13 @@ export interface AppOptions {
 }
 
 
-export function createApp(ctx: Context, options: AppOptions): express.Express {
+/**
+ * The app mounts every room's routes, so it takes what each of them needs; each route factory is
+ * handed this one object and reads only its own rooms' part of it.
+ */
+export type AppNeeds = KeysNeeds & VerificationNeeds & PolicyNeeds & WebhooksNeeds & LeaksNeeds & DirectoryNeeds & OperationsNeeds;
+
+export function createApp(ctx: AppNeeds, options: AppOptions): express.Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);

@@ -1,5 +1,5 @@
 import type { Request } from "express";
-import type { Author } from "../domain/key-event.ts";
+import type { Author } from "../domain/keys/key-event.ts";
 
 // Who makes a change through the REST API, for the key's events: the calling key, or the admin.
 export function keyAuthor(req: Request): Author {

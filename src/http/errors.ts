@@ -2,8 +2,8 @@ import type { ServerResponse } from "node:http";
 import type { ErrorRequestHandler } from "express";
 import type { Logger } from "pino";
 import { AppError, codeOf, errorFields, statusOf, StoreUnavailable, type ErrorCode } from "../domain/errors.ts";
-import { Throttled } from "../services/throttle.ts";
-import type { JsonText } from "./json-text.ts";
+import { Throttled } from "../services/verification/throttle.ts";
+import type { JsonText } from "./verification/json-text.ts";
 
 /** The challenge of a 401 (RFC 6750) that says no more than the realm. */
 export const BEARER_CHALLENGE = 'Bearer realm="keyplane"';

@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { statusOf, type ErrorCode } from "../domain/errors.ts";
 import { API_EXAMPLES } from "./examples.ts";
-import { leakLabelObject } from "./leak-schemas.ts";
-import { deliveryObject, newWebhookObject, webhookObject } from "./webhook-schemas.ts";
-import { policyObject } from "./policy-schema.ts";
-import { usageObject } from "./usage-schema.ts";
+import { leakLabelObject } from "./leaks/leak-schemas.ts";
+import { deliveryObject, newWebhookObject, webhookObject } from "./webhooks/webhook-schemas.ts";
+import { policyObject } from "./policy/policy-schema.ts";
+import { usageObject } from "./policy/usage-schema.ts";
 import { analyticsObject, scopeAnalyticsObject } from "./analytics/analytics-schema.ts";
 import type { Route } from "./route.ts";
 import {

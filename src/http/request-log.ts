@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Request } from "express";
-import type { Context } from "../services/context.ts";
+import type { Logger } from "pino";
+import type { Metrics } from "../services/operations/metrics.ts";
 import "./request.ts";
 
 /** The header that carries a request's id, and that every answer echoes. */
@@ -46,7 +47,7 @@ export interface Answering {
  * token: those can hold a token in any spelling. Express sets `req.route` and `req.principal`; other
  * handlers pass `answering`; no route is "unmatched". The same route labels the request's metrics.
  */
-export function logWhenAnswered(ctx: Pick<Context, "log" | "metrics">, req: IncomingMessage, res: ServerResponse, reqId: string, answering?: Answering): void {
+export function logWhenAnswered(ctx: { log: Logger; metrics?: Metrics | undefined }, req: IncomingMessage, res: ServerResponse, reqId: string, answering?: Answering): void {
   const { log, metrics } = ctx;
   const logging = log.isLevelEnabled("info");
   if (!logging && !metrics) return;

@@ -1,4 +1,4 @@
-import type { Principal } from "../services/authenticate.ts";
+import type { Principal } from "../services/verification/authenticate.ts";
 
 // What keyplane's middleware adds to each request.
 declare global {

@@ -1,14 +1,14 @@
 import { z } from "zod";
-import { EXPIRES_IN_SECONDS, GRACE_PERIOD_SECONDS } from "../domain/expiry.ts";
-import { KEY_ACTIONS } from "../domain/key-event.ts";
-import { keyNameSchema } from "../domain/key-name.ts";
+import { EXPIRES_IN_SECONDS, GRACE_PERIOD_SECONDS } from "../domain/keys/expiry.ts";
+import { KEY_ACTIONS } from "../domain/keys/key-event.ts";
+import { keyNameSchema } from "../domain/keys/key-name.ts";
 import { KEY_TYPES } from "../domain/model.ts";
-import { LEVELS } from "../domain/scope.ts";
+import { LEVELS } from "../domain/scope/scope.ts";
 import { codePoints, TEXT, TEXT_RULE } from "../domain/text.ts";
-import { VERDICT_CODES } from "../services/verify.ts";
+import { VERDICT_CODES } from "../services/verification/verify.ts";
 import { COST, CREDITS_REMAINING } from "../domain/policy/policy.ts";
-import { parseAddress } from "../domain/policy/cidr.ts";
-import { policyObject } from "./policy-schema.ts";
+import { parseAddress } from "../domain/policy/restrictions/cidr.ts";
+import { policyObject } from "./policy/policy-schema.ts";
 
 // Request schemas: they validate requests and, through /openapi.json, describe them, so a rule the
 // server checks is a rule the document states: one a schema cannot express (a time in the future) is

@@ -6,23 +6,22 @@ import { AppsV1Api, CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node"
 import type { KubeConfig, V1DaemonSet, V1Deployment, V1Namespace, V1Secret, V1StatefulSet } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { errorFields } from "../domain/errors.ts";
-import type { Context } from "../services/context.ts";
-import type { Metrics } from "../services/metrics.ts";
-import { API_VERSION, GROUP, KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, CRD_VERSION, type ApiKey } from "./apikey.ts";
+import type { Metrics } from "../services/operations/metrics.ts";
+import { API_VERSION, GROUP, KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, CRD_VERSION, type ApiKey } from "./resource/apikey.ts";
 import { listenForManagedKeyChanges } from "./feed.ts";
-import type { ObjectCache } from "./gather.ts";
-import { Informer, type InformerOptions, type KubeObject, type ListPage } from "./informer.ts";
-import { apiErrorText, kubeApiFor } from "./kube-api.ts";
-import { formatRef, parseRef, refOf, type ObjectRef } from "./object-ref.ts";
-import { keyStoreFor } from "./keystore.ts";
-import { CUSTOMERS_ANNOTATION } from "./namespace-binding.ts";
-import { OwnerIndex } from "./owner-index.ts";
-import { backoffDelay, WorkQueue, type BackoffOptions, type ProcessResult } from "./queue.ts";
-import { reconcile } from "./reconciler.ts";
-import type { Workload } from "./workloads.ts";
+import type { ObjectCache } from "./reconcile/gather.ts";
+import { Informer, type InformerOptions, type KubeObject, type ListPage } from "./kube/informer.ts";
+import { apiErrorText, kubeApiFor } from "./kube/kube-api.ts";
+import { formatRef, parseRef, refOf, type ObjectRef } from "./resource/object-ref.ts";
+import { keyStoreFor, type KeyStoreNeeds } from "./reconcile/keystore.ts";
+import { CUSTOMERS_ANNOTATION } from "./resource/namespace-binding.ts";
+import { OwnerIndex } from "./kube/owner-index.ts";
+import { backoffDelay, WorkQueue, type BackoffOptions, type ProcessResult } from "./kube/queue.ts";
+import { reconcile } from "./reconcile/reconciler.ts";
+import type { Workload } from "./rotation/workloads.ts";
 
 export interface ControllerOptions {
-  ctx: Context;
+  ctx: KeyStoreNeeds;
   kubeConfig: KubeConfig;
   log: Logger;
   /** This replica, as events report it. */

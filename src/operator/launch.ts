@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { OperatorConfig } from "../config.ts";
-import type { Context } from "../services/context.ts";
 import type { RunningOperator } from "./start.ts";
+import type { KeyStoreNeeds } from "./reconcile/keystore.ts";
 
 /**
  * Starts the ApiKey operator as KEYPLANE_OPERATOR says: `off`, nothing; `on`, it must reach a cluster
@@ -10,7 +10,7 @@ import type { RunningOperator } from "./start.ts";
  * loaded only where a cluster is configured: a keyplane outside Kubernetes is spared a third of a
  * second of start-up and some 25 MB of memory.
  */
-export async function startOperator(config: OperatorConfig, ctx: Context, log: Logger): Promise<RunningOperator | undefined> {
+export async function startOperator(config: OperatorConfig, ctx: KeyStoreNeeds, log: Logger): Promise<RunningOperator | undefined> {
   const { mode, cluster } = config;
   if (mode === "off") return undefined;
   if (!cluster) {

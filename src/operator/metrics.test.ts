@@ -2,9 +2,9 @@
 // conditions as gauges, and the leader gauge.
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../logging.ts";
-import { Metrics } from "../services/metrics.ts";
+import { Metrics } from "../services/operations/metrics.ts";
 import { countedReconcile } from "./controller.ts";
-import { LeaderElector, type LeaseApi } from "./leader.ts";
+import { LeaderElector, type LeaseApi } from "./kube/leader.ts";
 
 const newMetrics = () => new Metrics({ keyCache: () => ({ hits: 0, misses: 0, queries: 0, stale: 0, size: 0 }), databaseUp: async () => true });
 

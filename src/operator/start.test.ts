@@ -2,13 +2,13 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import type { Context } from "../services/context.ts";
 import { createLogger } from "../logging.ts";
 import { loadConfig } from "../config.ts";
 import { startOperator } from "./launch.ts";
 import { operatorSettings } from "./start.ts";
+import type { KeyStoreNeeds } from "./reconcile/keystore.ts";
 
-const ctx = {} as Context;
+const ctx = {} as KeyStoreNeeds;
 /** The operator's configuration as keyplane would read it from the (stubbed) environment. */
 const configured = (mode: string) => loadConfig({ ...process.env, KEYPLANE_OPERATOR: mode }).operator;
 const captureLogger = (lines: string[]) => createLogger({ level: "debug", destination: { write: (line: string) => void lines.push(line) } });

@@ -4,21 +4,21 @@ import { hostname } from "node:os";
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { OperatorConfig } from "../config.ts";
-import type { Context } from "../services/context.ts";
-import { GROUP, PLURAL, CRD_VERSION } from "./apikey.ts";
-import { reuseConnections } from "./connections.ts";
+import { GROUP, PLURAL, CRD_VERSION } from "./resource/apikey.ts";
+import { reuseConnections } from "./kube/connections.ts";
 import { startController, type Controller, type ControllerStats } from "./controller.ts";
-import { apiErrorText } from "./kube-api.ts";
-import { leaseApiFor, LeaderElector } from "./leader.ts";
-import { formatRef } from "./object-ref.ts";
-import type { BackoffOptions } from "./queue.ts";
+import { apiErrorText } from "./kube/kube-api.ts";
+import { leaseApiFor, LeaderElector } from "./kube/leader.ts";
+import { formatRef } from "./resource/object-ref.ts";
+import type { BackoffOptions } from "./kube/queue.ts";
+import type { KeyStoreNeeds } from "./reconcile/keystore.ts";
 
 export interface RunningOperator {
   stop(): Promise<void>;
 }
 
 export interface OperatorOptions {
-  ctx: Context;
+  ctx: KeyStoreNeeds;
   kubeConfig: KubeConfig;
   log: Logger;
   /** This replica in the Lease: POD_NAME, else host name and pid. */
@@ -184,7 +184,7 @@ async function probe(kubeConfig: KubeConfig, watchNamespace: string | undefined,
  * `on`, it must answer and serve ApiKeys, or this throws; `auto`, where it does not, this logs why and
  * returns undefined.
  */
-export async function startOnCluster(config: OperatorConfig, where: string, ctx: Context, log: Logger): Promise<RunningOperator | undefined> {
+export async function startOnCluster(config: OperatorConfig, where: string, ctx: KeyStoreNeeds, log: Logger): Promise<RunningOperator | undefined> {
   const { mode } = config;
   const settings = operatorSettings(config);
   const kubeConfig = new KubeConfig();

@@ -1,9 +1,10 @@
 import { AppError } from "../domain/errors.ts";
-import { RUNTIME } from "../domain/key-event.ts";
+import { RUNTIME } from "../domain/keys/key-event.ts";
 import type { Key, Application } from "../domain/model.ts";
-import { applicationScope } from "../domain/scope.ts";
-import type { Context } from "../services/context.ts";
-import { provisionKey } from "../services/keys.ts";
+import { applicationScope } from "../domain/scope/scope.ts";
+import type { Logger } from "pino";
+import type { KeysNeeds } from "../services/keys/needs.ts";
+import { provisionKey } from "../services/keys/keys.ts";
 
 // The voice-application runtime (docs/api.md, "Runtime"): when the platform runs an application it
 // provisions the application's runtime key and hands it over in a request header.
@@ -18,7 +19,7 @@ export interface RuntimeOptions {
 
 export const INVOKE_TIMEOUT_MS = 10_000;
 
-export async function runtimeKey(ctx: Context, app: Application): Promise<Key> {
+export async function runtimeKey(ctx: KeysNeeds & { log: Logger }, app: Application): Promise<Key> {
   const scope = applicationScope(app.tenantId, app.domainId, app.id);
   return (await provisionKey(ctx, scope, { name: RUNTIME_KEY_NAME }, RUNTIME)).key;
 }
@@ -33,7 +34,7 @@ export interface Answer {
  * Runs the application: sends `body` (JSON) to its url with its method and the runtime key in the
  * header of `options`, and returns the application's answer as it is. A GET carries no body.
  */
-export async function invoke(ctx: Context, app: Application, body: unknown, options: RuntimeOptions): Promise<Answer> {
+export async function invoke(ctx: KeysNeeds & { log: Logger }, app: Application, body: unknown, options: RuntimeOptions): Promise<Answer> {
   if (!app.url) throw new AppError("bad_gateway", "The application has no url to invoke.");
   const key = await runtimeKey(ctx, app);
   let response: Response;

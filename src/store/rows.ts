@@ -1,6 +1,6 @@
 import type { Application, Customer, Domain, KeyType, StoredKey, Subscriber, User, HttpMethod } from "../domain/model.ts";
 import type { Row } from "./database.ts";
-import { policyFromColumn } from "./policies.ts";
+import { policyFromColumn } from "./policy/policies.ts";
 
 // Each entity is selected under an alias prefix ("c_id", "c_name"...), so one mapper serves the
 // directory's own queries and the joins that embed the entity in a key.
@@ -101,7 +101,7 @@ export interface Embedded {
 
 /**
  * The directory objects of a list's keys, by alias and id ("c1", "d10"): read once for the whole list,
- * so its rows share them (and the list's writer serialises each once, src/http/key-text.ts).
+ * so its rows share them (and the list's writer serialises each once, src/http/keys/key-text.ts).
  */
 export type Entities = Map<string, Customer | Domain | Application | Subscriber | User>;
 

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import supertest from "supertest";
 import { inject } from "vitest";
-import { parseTrustedProxies } from "../../src/http/client-address.ts";
+import { parseTrustedProxies } from "../../src/http/verification/client-address.ts";
 import { listen, type Listening } from "../../src/http/server.ts";
 import { createKeyplane, type Keyplane } from "../../src/keyplane.ts";
 import type { Database } from "../../src/store/database.ts";

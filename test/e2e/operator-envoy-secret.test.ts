@@ -6,7 +6,7 @@
 import { readFile } from "node:fs/promises";
 import { loadAll } from "js-yaml";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { ApiKey } from "../../src/operator/apikey.ts";
+import type { ApiKey } from "../../src/operator/resource/apikey.ts";
 import type { Operator } from "../../src/operator/start.ts";
 import { fakeClock } from "../support/clock.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";

@@ -3,13 +3,13 @@
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { CoreV1Event, KubeConfig, V1Secret } from "@kubernetes/client-node";
 import { afterAll, beforeAll, expect } from "vitest";
-import { GROUP, PLURAL, CRD_VERSION, type ApiKey, type ApiKeySpecInput } from "../../src/operator/apikey.ts";
-import { CUSTOMERS_ANNOTATION } from "../../src/operator/namespace-binding.ts";
+import { GROUP, PLURAL, CRD_VERSION, type ApiKey, type ApiKeySpecInput } from "../../src/operator/resource/apikey.ts";
+import { CUSTOMERS_ANNOTATION } from "../../src/operator/resource/namespace-binding.ts";
 import { runOperator, type Operator, type OperatorOptions } from "../../src/operator/start.ts";
 import { FaultProxy } from "../support/fault-proxy.ts";
 import type { TestCluster } from "../support/envtest.ts";
 import { apiStatusCode, createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
-import { startService, type TestService } from "../support/service.ts";
+import { startService, type TestService, type TestServiceOptions } from "../support/service.ts";
 
 /** Timings that keep the suites quick: short backoffs and Lease. */
 export const FAST: Partial<OperatorOptions> = {
@@ -53,24 +53,27 @@ export interface BehindProxy {
   operator: Operator;
   /** The test's own view of the cluster, straight to the API server. */
   k: Cluster;
+  /** Stops the operator (if it still runs) and starts another in its place, as a new pod of it would. */
+  restartOperator(): Promise<void>;
 }
 
 /**
- * Registers hooks that start, for the enclosing suite, a keyplane on PGlite with customer `acme`, a
- * namespace of its own, and an operator that reaches the API server only through a fault proxy; and
- * that stop them all. Returns a getter valid inside tests.
+ * Registers hooks that start, for the enclosing suite, a keyplane on PGlite (with `service`'s options)
+ * with customer `acme`, a namespace of its own, and an operator on `service`'s clock that reaches the
+ * API server only through a fault proxy; and that stop them all. Returns a getter valid inside tests.
  */
-export function useOperatorBehindProxy(kube: () => TestCluster, namespacePrefix: string): () => BehindProxy {
-  let setup: Partial<BehindProxy> = {};
+export function useOperatorBehindProxy(kube: () => TestCluster, namespacePrefix: string, service: TestServiceOptions = {}): () => BehindProxy {
+  let setup: Partial<Omit<BehindProxy, "restartOperator">> = {};
+  const startOperator = (svc: TestService, proxy: FaultProxy, k: Cluster) => startTestOperator(svc, proxy.kubeConfig, k.namespace, service.clock ? { clock: service.clock } : {});
   beforeAll(async () => {
-    const svc = await startService("pglite");
+    const svc = await startService("pglite", service);
     setup.svc = svc;
     await createCustomer(svc, "acme");
     const proxy = await FaultProxy.start(kube().kubeConfig);
     setup.proxy = proxy;
     const k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, namespacePrefix, bindsCustomers("acme")));
     setup.k = k;
-    setup.operator = await startTestOperator(svc, proxy.kubeConfig, k.namespace);
+    setup.operator = await startOperator(svc, proxy, k);
   });
   afterAll(async () => {
     await setup.operator?.stop();
@@ -82,7 +85,16 @@ export function useOperatorBehindProxy(kube: () => TestCluster, namespacePrefix:
   return () => {
     const { svc, proxy, operator, k } = setup;
     if (!svc || !proxy || !operator || !k) throw new Error("the operator is not up: did beforeAll fail?");
-    return { svc, proxy, operator, k };
+    return {
+      svc,
+      proxy,
+      operator,
+      k,
+      async restartOperator() {
+        await setup.operator?.stop();
+        setup.operator = await startOperator(svc, proxy, k);
+      },
+    };
   };
 }
 

@@ -4,16 +4,14 @@
 // grace period that rotation gave it; with the operator stopped at each step and another started, the
 // same, exactly once. A real API server with kube-controller-manager completing the rollouts of
 // workloads of 0 replicas; the operator behind a fault proxy; keyplane and the operator on one clock.
-import { afterAll, beforeAll, expect, it } from "vitest";
-import type { ApiKeySpecInput } from "../../src/operator/apikey.ts";
-import type { Operator } from "../../src/operator/start.ts";
+import { beforeAll, expect, it } from "vitest";
 import { haveLua, runArgoHealth } from "../support/argocd.ts";
 import { fakeClock } from "../support/clock.ts";
-import { FaultProxy } from "../support/fault-proxy.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
-import { createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
-import { startService, type TestService } from "../support/service.ts";
-import { bindsCustomers, Cluster, createCustomer, keysEverMade, rotatingNow, startTestOperator, whoAmI, writesBy } from "./operator-fixture.ts";
+import { waitFor } from "../support/kube.ts";
+import type { TestService } from "../support/service.ts";
+import { keysEverMade, rotatingNow, useOperatorBehindProxy, whoAmI, writesBy, type Cluster } from "./operator-fixture.ts";
+import { itFinishesInterruptedRotations, managedKey, RESTARTING } from "./rotation-scenarios.ts";
 import { reads, Workloads, type WorkloadRef } from "./workload-fixture.ts";
 
 /** The contract's bound from a rotation made elsewhere to the new token in the Secret. */
@@ -23,46 +21,18 @@ const HOUR_S = 3600;
 describeKube("operator: rotations made elsewhere", () => {
   const kube = useKube({ withControllerManager: true });
   const clock = fakeClock(new Date());
+  const env = useOperatorBehindProxy(kube, "followed", { clock: clock.clock, leaks: { policy: "rotate", graceSeconds: 0 } });
   let svc: TestService;
-  let proxy: FaultProxy;
-  let operator: Operator;
   let k: Cluster;
   let w: Workloads;
   /** A customer key that rotates the operator's keys through REST, as a person or a script would. */
   let root: string;
 
   beforeAll(async () => {
-    svc = await startService("pglite", { clock: clock.clock, leaks: { policy: "rotate", graceSeconds: 0 } });
-    await createCustomer(svc, "acme");
-    root = ((await svc.admin.post("/admin/customers/acme/keys", { name: "root" })).body as { keyId: string }).keyId;
-    proxy = await FaultProxy.start(kube().kubeConfig);
-    k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, "followed", bindsCustomers("acme")));
+    ({ svc, k } = env());
     w = new Workloads(kube().kubeConfig, k.namespace);
-    operator = await startTestOperator(svc, proxy.kubeConfig, k.namespace, { clock: clock.clock });
+    root = ((await svc.admin.post("/admin/customers/acme/keys", { name: "root" })).body as { keyId: string }).keyId;
   });
-
-  afterAll(async () => {
-    await operator?.stop();
-    await proxy?.close();
-    if (k) await deleteTestNamespace(kube().kubeConfig, k.namespace);
-    await svc?.stop();
-  });
-
-  const restartOperator = async () => {
-    await operator.stop();
-    operator = await startTestOperator(svc, proxy.kubeConfig, k.namespace, { clock: clock.clock });
-  };
-
-  /** An ApiKey, Ready: the token its Secret holds and its key's numeric id. */
-  async function managedKey(name: string, rotation?: ApiKeySpecInput["rotation"]): Promise<{ token: string; id: number }> {
-    await k.createApiKey(name, { customer: "acme", ...(rotation ? { rotation } : {}) });
-    const ready = await k.waitReady(name);
-    const token = await k.token(name);
-    if (!token || ready.status?.key?.id === undefined) throw new Error(`ApiKey ${name} has no key`);
-    return { token, id: ready.status.key.id };
-  }
-
-  const restarting = { every: "720h", gracePeriod: "1h", restartWorkloads: true };
 
   /** POST .../rotate through REST, by a key that manages the operator's: the new token. */
   async function rotateThroughRest(id: number, gracePeriodSeconds: number): Promise<string> {
@@ -90,8 +60,8 @@ describeKube("operator: rotations made elsewhere", () => {
   it("follows a rotation made through REST: the Secret within 5 s, each workload restarted once, the old key retired once they rolled out", async () => {
     const using = await workloadsReading("rest");
     const unrelated = await w.create("Deployment", "rest-unrelated", reads.env("another-secret"));
-    const { token: oldToken, id } = await managedKey("rest", restarting);
-    proxy.resetCounts();
+    const { token: oldToken, id } = await managedKey(env(), "rest", RESTARTING);
+    env().proxy.resetCounts();
 
     const start = performance.now();
     const newToken = await rotateThroughRest(id, HOUR_S);
@@ -99,7 +69,7 @@ describeKube("operator: rotations made elsewhere", () => {
     const done = await k.waitRotated("rest");
     const retiredAfter = performance.now() - start;
     console.info(`[followed] REST rotation: new token in the Secret after ${Math.round(inSecretAfter)} ms, old key retired after ${Math.round(retiredAfter)} ms; ` +
-      `writes ${JSON.stringify(writesBy(proxy.counts()))}`);
+      `writes ${JSON.stringify(writesBy(env().proxy.counts()))}`);
     expect(inSecretAfter).toBeLessThan(SECRET_WITHIN_MS);
 
     expect((await whoAmI(svc, newToken)).status).toBe(200);
@@ -117,12 +87,12 @@ describeKube("operator: rotations made elsewhere", () => {
     if (haveLua()) expect((await runArgoHealth(done)).status).toBe("Healthy");
     expect(JSON.stringify([done, events])).not.toContain(oldToken);
     expect(JSON.stringify([done, events])).not.toContain(newToken);
-    expect(writesBy(proxy.counts())).toMatchObject({ secrets: 1, deployments: 1, statefulsets: 1, daemonsets: 1 });
+    expect(writesBy(env().proxy.counts())).toMatchObject({ secrets: 1, deployments: 1, statefulsets: 1, daemonsets: 1 });
   });
 
   it("shows Reconciling (Progressing in Argo CD) and the previous key while a followed rotation rolls out", async () => {
     const stuck = await w.create("Deployment", "rolling-stuck", reads.envFrom("rolling"), 1);
-    const { token: oldToken, id } = await managedKey("rolling", restarting);
+    const { token: oldToken, id } = await managedKey(env(), "rolling", RESTARTING);
     const newToken = await rotateThroughRest(id, HOUR_S);
     const rotating = await waitFor(async () => {
       const apiKey = await k.readApiKey("rolling");
@@ -143,7 +113,7 @@ describeKube("operator: rotations made elsewhere", () => {
 
   it("follows a leak report's rotation: the Secret within 5 s, the workloads restarted once", async () => {
     const using = await workloadsReading("leaked");
-    const { token: oldToken, id } = await managedKey("leaked", restarting);
+    const { token: oldToken, id } = await managedKey(env(), "leaked", RESTARTING);
     const start = performance.now();
     const report = await svc.admin.post("/admin/leaks", { tokens: [oldToken], source: "test" });
     expect(report.body).toEqual([expect.objectContaining({ label: "true_positive" })]);
@@ -162,14 +132,14 @@ describeKube("operator: rotations made elsewhere", () => {
   });
 
   it("without restartWorkloads, leaves the replaced key the grace period the rotation gave it", async () => {
-    const { token: oldToken, id } = await managedKey("graceful");
+    const { token: oldToken, id } = await managedKey(env(), "graceful");
     const newToken = await rotateThroughRest(id, 600);
     await secretHolds("graceful", newToken, performance.now());
     await waitFor(async () => rotatingNow(await k.readApiKey("graceful")), { what: "the rotation to be under way" });
     expect((await whoAmI(svc, oldToken)).status).toBe(200);
 
     clock.advance(600_000);
-    await operator.resync();
+    await env().operator.resync();
     await k.waitRotated("graceful");
     expect((await whoAmI(svc, oldToken)).status).toBe(401);
     expect(await reasons("graceful")).not.toContain("RestartedWorkload");
@@ -177,13 +147,13 @@ describeKube("operator: rotations made elsewhere", () => {
 
   it("follows a rotation made while no operator ran, once one starts", async () => {
     const using = await workloadsReading("offline");
-    const { token: oldToken, id } = await managedKey("offline", restarting);
-    await operator.stop();
+    const { token: oldToken, id } = await managedKey(env(), "offline", RESTARTING);
+    await env().operator.stop();
     let newToken: string;
     try {
       newToken = await rotateThroughRest(id, HOUR_S);
     } finally {
-      operator = await startTestOperator(svc, proxy.kubeConfig, k.namespace, { clock: clock.clock });
+      await env().restartOperator();
     }
     await k.waitRotated("offline");
     expect(await k.token("offline")).toBe(newToken);
@@ -191,84 +161,10 @@ describeKube("operator: rotations made elsewhere", () => {
     for (const workload of using) expect((await w.restarts(workload)).restarts).toBe(1);
   });
 
-  interface Step {
-    /** Faults in place before the rotation is made. */
-    arm?: () => void;
-    /** Whether the operator has reached the step: it is stopped then. */
-    reached: (oldToken: string) => Promise<boolean>;
-    /** What holds once it has stopped. */
-    stopped?: () => Promise<void>;
-  }
-
-  /**
-   * A rotation made through REST, the operator following it stopped at one step and another started:
-   * the rotation is followed once, with exactly two keys ever made and one restart per workload.
-   */
-  async function interruptedAt(name: string, step: Step): Promise<void> {
-    const workloads = [await w.create("Deployment", `${name}-env`, reads.env(name)), await w.create("DaemonSet", `${name}-projected`, reads.projected(name))];
-    const { token: oldToken, id } = await managedKey(name, restarting);
-    proxy.resetCounts();
-    step.arm?.();
-    const newToken = await rotateThroughRest(id, HOUR_S);
-    try {
-      await waitFor(() => step.reached(oldToken), { what: `the operator to reach the step of ${name}` });
-      await operator.stop();
-      await step.stopped?.();
-    } finally {
-      proxy.clearFaults();
-      await restartOperator();
-    }
-
-    await k.waitRotated(name);
-    expect(await k.token(name)).toBe(newToken);
-    expect((await whoAmI(svc, newToken)).status).toBe(200);
-    expect((await whoAmI(svc, oldToken)).status).toBe(401);
-    expect(await keysEverMade(svc, "acme", name)).toBe(2);
-    for (const workload of workloads) expect((await w.restarts(workload)).restarts, `${workload.kind} ${workload.name}`).toBe(1);
-  }
-
-  it("follows a rotation once when stopped right after recording it", async () => {
-    // The recording is held at the proxy while the operator stops; it lands, and nothing follows it.
-    await interruptedAt("stop-recorded", {
-      arm: () => proxy.delayRequests({ ms: 1_500, times: 1, resource: "apikeys/status", verb: "patch" }),
-      reached: async () => proxy.count("patch", "apikeys/status") > 0,
-      async stopped() {
-        expect((await k.readApiKey("stop-recorded"))?.status?.rotation?.previousKey).toBeDefined();
-      },
-    });
-  });
-
-  it("follows a rotation once when stopped while the Secret could not be written", async () => {
-    await interruptedAt("stop-secret", {
-      arm: () => proxy.failWrites({ status: 500, times: Infinity, resource: "secrets" }),
-      reached: async () => proxy.count("update", "secrets") > 0,
-    });
-  });
-
-  it("follows a rotation once when stopped while the workloads could not be restarted", async () => {
-    await interruptedAt("stop-restart", {
-      arm: () => proxy.failWrites({ status: 500, times: Infinity, resource: "deployments" }),
-      reached: async () => proxy.count("patch", "deployments") > 0,
-    });
-  });
-
-  it("follows a rotation once when stopped after the old key was retired but before its status said so", async () => {
-    const name = "stop-retired";
-    // A rollout that hangs until the test scales it down, once status writes fail.
-    await w.create("Deployment", `${name}-hang`, reads.env(name), 1);
-    let scaled = false;
-    await interruptedAt(name, {
-      async reached(oldToken) {
-        if (!scaled && rotatingNow(await k.readApiKey(name))) {
-          proxy.failWrites({ status: 500, times: Infinity, resource: "apikeys/status" });
-          await w.scale(`${name}-hang`, 0);
-          scaled = true;
-        }
-        return scaled && (await whoAmI(svc, oldToken)).status === 401;
-      },
-      async stopped() {
-        expect((await k.readApiKey(name))?.status?.rotation?.previousKey).toBeDefined();
-      },
-    });
+  itFinishesInterruptedRotations(env, () => w, {
+    title: "follows a rotation once when stopped",
+    rotate: (_name, id) => rotateThroughRest(id, HOUR_S),
+    // The successor is made through REST before the operator hears of it.
+    keysWhenRecorded: 2,
   });
 });

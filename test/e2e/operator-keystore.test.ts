@@ -1,8 +1,8 @@
 // The operator's port onto the key store, on each database backend: scopes named by an ApiKey, and the
 // claims on keys (managed_by) that make KeyConflict and adoption safe under races.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Scope } from "../../src/domain/scope.ts";
-import { keyStoreFor, type KeyStore } from "../../src/operator/keystore.ts";
+import type { Scope } from "../../src/domain/scope/scope.ts";
+import { keyStoreFor, type KeyStore } from "../../src/operator/reconcile/keystore.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";
 

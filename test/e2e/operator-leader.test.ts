@@ -3,7 +3,7 @@
 // leader stops renewing.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { leaseApiFor, LeaderElector, type LeaderElectionOptions } from "../../src/operator/leader.ts";
+import { leaseApiFor, LeaderElector, type LeaderElectionOptions } from "../../src/operator/kube/leader.ts";
 import { createLogger } from "../../src/logging.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
 import { FaultProxy } from "../support/fault-proxy.ts";
@@ -84,7 +84,7 @@ describeKube("operator leader election", () => {
     const lease = uniqueName("lease");
     const a = candidate("a", lease);
     await waitFor(() => a.elector.isLeader, { what: "a to lead" });
-    // b campaigns but leaves a held Lease alone (the fake-clock tests in src/operator/leader.test.ts
+    // b campaigns but leaves a held Lease alone (the fake-clock tests in src/operator/kube/leader.test.ts
     // show that for any length of time); here: until a stops.
     const b = candidate("b", lease);
     await waitFor(async () => (await leases().readNamespacedLease({ namespace, name: lease })).spec?.holderIdentity === "a", { what: "a's Lease" });

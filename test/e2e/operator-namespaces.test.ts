@@ -3,7 +3,7 @@
 // its own, as a team would, with an operator watching it; what a team in a namespace can try is tried.
 import { CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { CUSTOMERS_ANNOTATION } from "../../src/operator/namespace-binding.ts";
+import { CUSTOMERS_ANNOTATION } from "../../src/operator/resource/namespace-binding.ts";
 import type { Operator, OperatorOptions } from "../../src/operator/start.ts";
 import { haveLua, runArgoHealth } from "../support/argocd.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";

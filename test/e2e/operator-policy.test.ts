@@ -5,7 +5,7 @@
 import { isDeepStrictEqual } from "node:util";
 import supertest from "supertest";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { ApiKeySpecInput } from "../../src/operator/apikey.ts";
+import type { ApiKeySpecInput } from "../../src/operator/resource/apikey.ts";
 import type { Operator } from "../../src/operator/start.ts";
 import { haveLua, runArgoHealth } from "../support/argocd.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";

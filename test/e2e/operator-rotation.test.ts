@@ -3,50 +3,33 @@
 // replicas (no kubelet runs pods: a workload of 1 replica never rolls out). The operator reaches the API
 // server through a fault proxy that counts its writes; keyplane and the operator share a clock the test
 // moves, so grace periods and `every` pass without waiting for them.
-import { afterAll, beforeAll, expect, it } from "vitest";
-import type { ApiKeySpecInput } from "../../src/operator/apikey.ts";
-import type { Operator } from "../../src/operator/start.ts";
+import { beforeAll, expect, it } from "vitest";
+import type { ApiKeySpecInput } from "../../src/operator/resource/apikey.ts";
 import { haveLua, runArgoHealth } from "../support/argocd.ts";
 import { fakeClock } from "../support/clock.ts";
-import { FaultProxy } from "../support/fault-proxy.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
-import { createTestNamespace, deleteTestNamespace, waitFor } from "../support/kube.ts";
-import { startService, type TestService } from "../support/service.ts";
-import { bindsCustomers, Cluster, createCustomer, keysEverMade, rotatingNow, startTestOperator, whoAmI, writesBy } from "./operator-fixture.ts";
+import { waitFor } from "../support/kube.ts";
+import type { TestService } from "../support/service.ts";
+import { keysEverMade, rotatingNow, useOperatorBehindProxy, whoAmI, writesBy, type Cluster } from "./operator-fixture.ts";
+import { itFinishesInterruptedRotations, managedKey, RESTARTING } from "./rotation-scenarios.ts";
 import { reads, Workloads, type Kind } from "./workload-fixture.ts";
 
 describeKube("operator rotation", () => {
   const kube = useKube({ withControllerManager: true });
   const clock = fakeClock(new Date());
+  const env = useOperatorBehindProxy(kube, "rotation", { clock: clock.clock });
   let svc: TestService;
-  let proxy: FaultProxy;
-  let operator: Operator;
   let k: Cluster;
   let w: Workloads;
 
-  beforeAll(async () => {
-    svc = await startService("pglite", { clock: clock.clock });
-    await createCustomer(svc, "acme");
-    proxy = await FaultProxy.start(kube().kubeConfig);
-    k = new Cluster(kube().kubeConfig, await createTestNamespace(kube().kubeConfig, "rotation", bindsCustomers("acme")));
+  beforeAll(() => {
+    ({ svc, k } = env());
     w = new Workloads(kube().kubeConfig, k.namespace);
-    operator = await startTestOperator(svc, proxy.kubeConfig, k.namespace, { clock: clock.clock });
-  });
-
-  afterAll(async () => {
-    await operator?.stop();
-    await proxy?.close();
-    if (k) await deleteTestNamespace(kube().kubeConfig, k.namespace);
-    await svc?.stop();
   });
 
   /** An ApiKey that rotates with restarts, Ready, with the token its Secret holds. */
   async function rotatingKey(name: string, rotation: Partial<NonNullable<ApiKeySpecInput["rotation"]>> = {}): Promise<string> {
-    await k.createApiKey(name, { customer: "acme", rotation: { every: "720h", gracePeriod: "1h", restartWorkloads: true, ...rotation } });
-    await k.waitReady(name);
-    const token = await k.token(name);
-    if (!token) throw new Error(`no token in Secret ${name}`);
-    return token;
+    return (await managedKey(env(), name, { ...RESTARTING, ...rotation })).token;
   }
 
   const reasons = async (name: string) => (await k.events(name)).map((e) => e.reason);
@@ -63,7 +46,7 @@ describeKube("operator rotation", () => {
     const before = await k.readApiKey("fleet");
     expect(before?.status?.rotation?.nextRotationTime).toBeDefined();
 
-    proxy.resetCounts();
+    env().proxy.resetCounts();
     const startedAt = performance.now();
     await k.requestRotation("fleet", "first");
     const done = await k.waitRotated("fleet");
@@ -85,7 +68,7 @@ describeKube("operator rotation", () => {
     if (haveLua()) expect((await runArgoHealth(done)).status).toBe("Healthy");
     expect(JSON.stringify(done)).not.toContain(oldToken);
 
-    const writes = writesBy(proxy.counts());
+    const writes = writesBy(env().proxy.counts());
     // A figure for the closing note, not a bound: the proxy saw every write the operator made.
     console.info(`rotation with 10 workloads: old key retired ${Math.round(retiredAfterMs)} ms after the request; writes ${JSON.stringify(writes)}`);
     expect((writes.deployments ?? 0) + (writes.statefulsets ?? 0) + (writes.daemonsets ?? 0)).toBe(10);
@@ -124,7 +107,7 @@ describeKube("operator rotation", () => {
     expect((await whoAmI(svc, oldToken)).status).toBe(200);
 
     clock.advance(10 * 60_000);
-    await operator.resync();
+    await env().operator.resync();
     await k.waitRotated("grace");
     expect((await whoAmI(svc, oldToken)).status).toBe(401);
     const retired = (await k.events("grace")).find((e) => e.reason === "RetiredKey");
@@ -139,7 +122,7 @@ describeKube("operator rotation", () => {
     expect(next).toBeDefined();
 
     clock.advance(10_000);
-    await operator.resync();
+    await env().operator.resync();
     const done = await k.waitRotated("periodic");
     const newToken = await k.token("periodic");
     expect(newToken).not.toBe(oldToken);
@@ -159,87 +142,13 @@ describeKube("operator rotation", () => {
     expect(await keysEverMade(svc, "acme", "born")).toBe(1);
   });
 
-  interface Step {
-    /** Faults in place before the rotation is asked for. */
-    arm?: () => void;
-    /** Whether the operator has reached the step: it is stopped then. */
-    reached: (oldToken: string) => Promise<boolean>;
-    /** What holds once it has stopped. */
-    stopped?: () => Promise<void>;
-  }
-
-  /**
-   * The operator stopped at one step of a rotation, and another started: the rotation finishes once,
-   * with one new key and one restart per workload.
-   */
-  async function interruptedAt(name: string, step: Step): Promise<void> {
-    const workloads = [await w.create("Deployment", `${name}-env`, reads.env(name)), await w.create("DaemonSet", `${name}-projected`, reads.projected(name))];
-    const oldToken = await rotatingKey(name);
-    proxy.resetCounts();
-    step.arm?.();
-    await k.requestRotation(name, "1");
-    try {
-      await waitFor(() => step.reached(oldToken), { what: `the operator to reach the step of ${name}` });
-      await operator.stop();
-      await step.stopped?.();
-    } finally {
-      proxy.clearFaults();
-      await operator.stop();
-      operator = await startTestOperator(svc, proxy.kubeConfig, k.namespace, { clock: clock.clock });
-    }
-
-    await k.waitRotated(name);
-    const newToken = await k.token(name);
-    expect(newToken).not.toBe(oldToken);
-    expect((await whoAmI(svc, newToken)).status).toBe(200);
-    expect((await whoAmI(svc, oldToken)).status).toBe(401);
-    expect(await keysEverMade(svc, "acme", name)).toBe(2);
-    for (const workload of workloads) expect((await w.restarts(workload)).restarts, `${workload.kind} ${workload.name}`).toBe(1);
-  }
-
-  it("finishes a rotation stopped right after recording it, before the key store made it", async () => {
-    // The recording is held at the proxy while the operator stops; it lands, and nothing follows it.
-    await interruptedAt("stop-recorded", {
-      arm: () => proxy.delayRequests({ ms: 1_500, times: 1, resource: "apikeys/status", verb: "patch" }),
-      reached: async () => proxy.count("patch", "apikeys/status") > 0,
-      async stopped() {
-        expect((await k.readApiKey("stop-recorded"))?.status?.rotation?.previousKey).toBeDefined();
-        expect(await keysEverMade(svc, "acme", "stop-recorded")).toBe(1);
-      },
-    });
-  });
-
-  it("finishes a rotation stopped while the Secret could not be written", async () => {
-    await interruptedAt("stop-secret", {
-      arm: () => proxy.failWrites({ status: 500, times: Infinity, resource: "secrets" }),
-      reached: async () => proxy.count("update", "secrets") > 0,
-    });
-  });
-
-  it("finishes a rotation stopped while the workloads could not be restarted", async () => {
-    await interruptedAt("stop-restart", {
-      arm: () => proxy.failWrites({ status: 500, times: Infinity, resource: "deployments" }),
-      reached: async () => proxy.count("patch", "deployments") > 0,
-    });
-  });
-
-  it("finishes a rotation stopped after the old key was retired but before its status said so", async () => {
-    const name = "stop-retired";
-    // A rollout that hangs until the test scales it down, once status writes fail.
-    await w.create("Deployment", `${name}-hang`, reads.env(name), 1);
-    let scaled = false;
-    await interruptedAt(name, {
-      async reached(oldToken) {
-        if (!scaled && rotatingNow(await k.readApiKey(name))) {
-          proxy.failWrites({ status: 500, times: Infinity, resource: "apikeys/status" });
-          await w.scale(`${name}-hang`, 0);
-          scaled = true;
-        }
-        return scaled && (await whoAmI(svc, oldToken)).status === 401;
-      },
-      async stopped() {
-        expect((await k.readApiKey(name))?.status?.rotation?.previousKey).toBeDefined();
-      },
-    });
+  itFinishesInterruptedRotations(env, () => w, {
+    title: "finishes a rotation stopped",
+    async rotate(name) {
+      await k.requestRotation(name, "1");
+      return undefined;
+    },
+    // Before the key store made the new key.
+    keysWhenRecorded: 1,
   });
 });

@@ -1,7 +1,7 @@
 // The operator end to end (docs/operator.md): ApiKeys applied to a real API server, the keys they make used
 // on the REST API of the same keyplane. Runs unchanged on any cluster named by KEYPLANE_E2E_KUBECONFIG.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { MANAGED_BY_LABEL, type ApiKey } from "../../src/operator/apikey.ts";
+import { MANAGED_BY_LABEL, type ApiKey } from "../../src/operator/resource/apikey.ts";
 import type { Operator } from "../../src/operator/start.ts";
 import { haveLua, runArgoHealth } from "../support/argocd.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";

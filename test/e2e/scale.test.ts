@@ -1,7 +1,7 @@
 // 200 ApiKeys applied at once: all reach Ready, each with its own key and Secret, and a resync after
 // that writes nothing (counted by the fault proxy in front of the operator).
 import { beforeAll, expect, it } from "vitest";
-import { GROUP, MANAGED_BY_LABEL, PLURAL, CRD_VERSION, type ApiKey } from "../../src/operator/apikey.ts";
+import { GROUP, MANAGED_BY_LABEL, PLURAL, CRD_VERSION, type ApiKey } from "../../src/operator/resource/apikey.ts";
 import type { Operator } from "../../src/operator/start.ts";
 import { describeKube, useKube } from "../support/kube-suite.ts";
 import type { FaultProxy } from "../support/fault-proxy.ts";

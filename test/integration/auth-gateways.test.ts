@@ -1,7 +1,7 @@
 import { request } from "node:http";
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AuthGateway } from "../../src/http/auth-gateway.ts";
+import type { AuthGateway } from "../../src/http/verification/auth-gateway.ts";
 import { listen } from "../../src/http/server.ts";
 import { startPeer, startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";

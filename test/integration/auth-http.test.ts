@@ -2,19 +2,19 @@ import fc from "fast-check";
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreUnavailable } from "../../src/domain/errors.ts";
-import type { AuthGateway } from "../../src/http/auth-gateway.ts";
-import { AuthHandler, headerText } from "../../src/http/auth-routes.ts";
-import { parseTrustedProxies } from "../../src/http/client-address.ts";
-import type { Context } from "../../src/services/context.ts";
-import { KeyCache } from "../../src/services/key-cache.ts";
-import { Throttle } from "../../src/services/throttle.ts";
+import type { AuthGateway } from "../../src/http/verification/auth-gateway.ts";
+import { AuthHandler, headerText } from "../../src/http/verification/auth-routes.ts";
+import { parseTrustedProxies } from "../../src/http/verification/client-address.ts";
+import type { VerificationNeeds } from "../../src/services/verification/needs.ts";
+import { KeyCache } from "../../src/services/verification/key-cache.ts";
+import { Throttle } from "../../src/services/verification/throttle.ts";
 import type { Queryable } from "../../src/store/database.ts";
 import { backends } from "../support/databases.ts";
 import { captureLogger, startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";
 
 // /auth, forward authentication for gateways (docs/gateways.md): the three gateways' conventions for
-// the original request, each read alone (src/http/auth-gateway.test.ts has their table), every answer and its headers, and the level rules on paths as the upstream sees them.
+// the original request, each read alone (src/http/verification/auth-gateway.test.ts has their table), every answer and its headers, and the level rules on paths as the upstream sees them.
 describe("headerText", () => {
   it.each([["acme", "acme"], ["Acme Corp.", "Acme Corp."], ["100%", "100%25"], ["Zürich", "Z%C3%BCrich"], ["a\nb", "a%0Ab"], ["日本", "%E6%97%A5%E6%9C%AC"]])("%j as %j", (name, text) => {
     expect(headerText(name)).toBe(text);
@@ -211,7 +211,7 @@ describe("/auth when the database cannot be reached", () => {
   it("answers 503 unavailable with the JSON body", async () => {
     const down = { query: () => Promise.reject(new StoreUnavailable("test")) } as unknown as Queryable;
     const logs: string[] = [];
-    const ctx = { keyCache: new KeyCache(down), throttle: new Throttle({ failuresPerMinute: 60 }), clock: () => new Date(), log: captureLogger(logs) } as unknown as Context;
+    const ctx = { keyCache: new KeyCache(down), throttle: new Throttle({ failuresPerMinute: 60 }), clock: () => new Date(), log: captureLogger(logs) } as unknown as VerificationNeeds;
     const handler = new AuthHandler(ctx, parseTrustedProxies(""), "nginx");
     const res = await supertest(handler.inFrontOf((_req, res) => res.end())).get("/auth").set("Authorization", `Bearer XI${"A".repeat(32)}`).set("X-Original-URI", "/calls");
     expect(res.status).toBe(503);

@@ -1,12 +1,10 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliJson, expectCliFailure, runCli } from "../support/cli.ts";
-import { startService, type TestService } from "../support/service.ts";
-import { createTenant, type Tenant } from "../support/world.ts";
+import { expectCliFailure, useCli } from "../support/cli.ts";
+import type { TestService } from "../support/service.ts";
+import type { Tenant } from "../support/world.ts";
 
 // `keyplane keys policy` and `keyplane keys credits` as a user runs them: the real command in its own
 // process, against a real server, the policy from a file or from standard input.
@@ -19,29 +17,16 @@ const plan = {
 };
 
 describe("keyplane keys policy and credits", () => {
-  let svc: TestService;
-  let server: Server;
-  let url: string;
-  let acme: Tenant;
-  let dir: string;
-  let keyId: number;
-
-  const keyplane = (args: string[], stdin?: string, token?: string) =>
-    runCli(["keys", ...args], { KEYPLANE_URL: url, KEYPLANE_TOKEN: token ?? acme.keys.customer }, stdin);
-  const json = async (args: string[], stdin?: string) => cliJson(await keyplane([...args, "-o", "json"], stdin)) as unknown;
+  const cli = useCli("keys");
+  const { run: keyplane, json } = cli;
+  let svc: TestService, acme: Tenant, dir: string, keyId: number;
 
   beforeAll(async () => {
-    svc = await startService("pglite");
-    acme = await createTenant(svc, "acme");
-    server = createServer(svc.app);
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ svc, acme } = cli.served());
     dir = await mkdtemp(join(tmpdir(), "keyplane-policy-"));
     keyId = ((await svc.as(acme.keys.customer).post("/domains/sip.acme.example/keys", { name: "billing" })).body as { id: number }).id;
   });
   afterAll(async () => {
-    await new Promise((resolve) => server?.close(resolve));
-    await svc?.stop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 

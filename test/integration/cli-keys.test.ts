@@ -1,34 +1,18 @@
-import { createServer, type Server } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliJson, expectCliFailure, runCli } from "../support/cli.ts";
-import { startService, type TestService } from "../support/service.ts";
-import { createTenant, type Tenant } from "../support/world.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { expectCliFailure, useCli } from "../support/cli.ts";
+import type { TestService } from "../support/service.ts";
+import type { Tenant } from "../support/world.ts";
 
 // `keyplane keys` as a user runs it: the real command in its own process, against a real server.
 
 
 describe("keyplane keys", () => {
-  let svc: TestService;
-  let server: Server;
-  let url: string;
-  let acme: Tenant;
-
-  const keyplane = (args: string[], env: Record<string, string | undefined> = {}) =>
-    runCli(["keys", ...args], { KEYPLANE_URL: url, KEYPLANE_TOKEN: acme.keys.customer, ...env });
-  const json = async (args: string[]) => cliJson(await keyplane([...args, "-o", "json"]));
-
-  beforeAll(async () => {
-    svc = await startService("pglite");
-    acme = await createTenant(svc, "acme");
-    server = createServer(svc.app);
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  afterAll(async () => {
-    await new Promise((resolve) => server?.close(resolve));
-    await svc?.stop();
-  });
+  const cli = useCli("keys");
+  const { run: keyplane, json } = cli;
+  let svc: TestService, acme: Tenant;
+  beforeAll(() => ({ svc, acme } = cli.served()));
 
   it("lists the caller's keys as a table with a header row, never showing whole tokens", async () => {
     const run = await keyplane(["list"]);

@@ -1,38 +1,23 @@
-import { createServer, type Server } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliJson, runCli } from "../support/cli.ts";
-import { startService, type TestService } from "../support/service.ts";
+import { cliJson, useCli } from "../support/cli.ts";
+import type { TestService } from "../support/service.ts";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.ts";
-import { createTenant, type Tenant } from "../support/world.ts";
+import type { Tenant } from "../support/world.ts";
 
 // `keyplane webhooks` as a user runs it: the real command in its own process, against a real server.
 
 
 describe("keyplane webhooks", () => {
-  let svc: TestService;
-  let server: Server;
-  let url: string;
-  let acme: Tenant;
-  let receiver: Receiver;
-
-  const keyplane = (args: string[], env: Record<string, string | undefined> = {}) =>
-    runCli(["webhooks", ...args], { KEYPLANE_URL: url, KEYPLANE_TOKEN: acme.keys.customer, ...env });
-  const json = async (args: string[]) => cliJson(await keyplane([...args, "-o", "json"]));
-
+  const cli = useCli("webhooks", { webhooks: { allowHttp: true, allowPrivate: true } });
+  const { run: keyplane, json } = cli;
+  let svc: TestService, acme: Tenant, receiver: Receiver;
   beforeAll(async () => {
+    ({ svc, acme } = cli.served());
     receiver = await startReceiver();
-    svc = await startService("pglite", { webhooks: { allowHttp: true, allowPrivate: true } });
-    acme = await createTenant(svc, "acme");
-    server = createServer(svc.app);
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
-  afterAll(async () => {
-    await new Promise((resolve) => server?.close(resolve));
-    await svc?.stop();
-    await receiver?.close();
-  });
+  afterAll(() => receiver?.close());
 
   it("creates a webhook showing its secret once, lists, changes and deletes it", async () => {
     const created = await keyplane(["create", `${receiver.url}/cli`, "--events", "key.created, key.deleted", "--description", "from the CLI"]);

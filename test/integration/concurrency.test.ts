@@ -1,16 +1,11 @@
 // Concurrency (docs/api.md, "Keys"): concurrent identical provisioning requests, on one replica or
 // several, make exactly one key; and a change made through one replica is seen by another within a
 // second. The replicas here are real `keyplane serve` processes sharing one PostgreSQL database.
-import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listen, type Listening } from "../../src/http/server.ts";
 import { backends, createPostgresDatabase } from "../support/databases.ts";
-import { startServerProcess, type ServerProcess } from "../support/process.ts";
-import { startService, type TestService } from "../support/service.ts";
-import { createTenant, type Tenant } from "../support/world.ts";
+import type { ServerProcess } from "../support/process.ts";
+import { startReplicas, type ReplicaSet } from "../support/replicas.ts";
+import { useServed, type Tenant } from "../support/world.ts";
 
 const RACERS = 50;
 
@@ -60,28 +55,19 @@ async function msUntil(url: string, token: string, status: number, limitMs = 3_0
 }
 
 describe.each(backends())("concurrent provisioning on one process (%s)", (backend) => {
-  let svc: TestService;
-  let server: Listening;
+  const served = useServed(backend);
+  let url: string;
   let acme: Tenant;
-
-  beforeAll(async () => {
-    svc = await startService(backend);
-    server = await listen(svc.app, 0, "127.0.0.1");
-    acme = await createTenant(svc, "acme");
-  });
-  afterAll(async () => {
-    await server?.close(1_000);
-    await svc?.stop();
-  });
+  beforeAll(() => ({ url, acme } = served()));
 
   it(`${RACERS} identical concurrent POSTs make exactly one key`, async () => {
     const path = `/customers/acme/domains/${acme.domains[0]}/keys`;
-    const answers = await Promise.all(Array.from({ length: RACERS }, () => call<KeyBody>(server.url, "POST", path, acme.keys.customer, { name: "race" })));
+    const answers = await Promise.all(Array.from({ length: RACERS }, () => call<KeyBody>(url, "POST", path, acme.keys.customer, { name: "race" })));
     const key = expectOneKey(answers);
     expect(key).toMatchObject({ name: "race", active: true, tenantId: acme.id, domainId: acme.domainIds[0] });
-    const named = await call<KeyBody[]>(server.url, "GET", `${path}?name=race`, acme.keys.customer);
+    const named = await call<KeyBody[]>(url, "GET", `${path}?name=race`, acme.keys.customer);
     expect(named.body.map((k) => k.id)).toEqual([key.id]);
-    const all = await call<KeyBody[]>(server.url, "GET", "/customers/self/keys", acme.keys.customer);
+    const all = await call<KeyBody[]>(url, "GET", "/customers/self/keys", acme.keys.customer);
     expect(all.body.filter((k) => k.name === "race").map((k) => k.id)).toEqual([key.id]);
   });
 
@@ -100,12 +86,12 @@ describe.each(backends())("concurrent provisioning on one process (%s)", (backen
     const answers = await Promise.all(
       Array.from({ length: RACERS }, (_, i) => {
         const [path, token] = ways[i % ways.length]!;
-        return call<KeyBody>(server.url, "POST", path, token, { name: "race-by-all-ways", active: i % 2 === 0 });
+        return call<KeyBody>(url, "POST", path, token, { name: "race-by-all-ways", active: i % 2 === 0 });
       }),
     );
     const key = expectOneKey(answers);
     expect(key).toMatchObject({ tenantId: acme.id, domainId: acme.domainIds[0] });
-    const named = await call<KeyBody[]>(server.url, "GET", "/domains/self/keys?name=race-by-all-ways", k.domain);
+    const named = await call<KeyBody[]>(url, "GET", "/domains/self/keys?name=race-by-all-ways", k.domain);
     expect(named.body.map((x) => x.id)).toEqual([key.id]);
   });
 });
@@ -115,35 +101,17 @@ const skipReason = hasPostgres ? "" : " (skipped: no PostgreSQL server; set KEYP
 
 describe.skipIf(!hasPostgres)(`two keyplane processes on one PostgreSQL database${skipReason}`, () => {
   let database: { url: string; drop(): Promise<void> } | undefined;
-  const dataDirs: string[] = [];
-  const processes: ServerProcess[] = [];
+  let set: ReplicaSet;
   let p1: ServerProcess;
   let p2: ServerProcess;
   let root: string;
-  const adminToken = "kpa_concurrency_" + randomBytes(24).toString("hex");
 
   beforeAll(async () => {
     database = await createPostgresDatabase();
-    const masterKey = randomBytes(32).toString("hex");
-    const start = async () => {
-      const dataDir = await mkdtemp(join(tmpdir(), "keyplane-concurrency-"));
-      dataDirs.push(dataDir);
-      const p = await startServerProcess({
-        DATABASE_URL: database!.url,
-        KEYPLANE_MASTER_KEY: masterKey,
-        KEYPLANE_ADMIN_TOKEN: adminToken,
-        KEYPLANE_DATA_DIR: dataDir,
-        PORT: "0",
-        HOST: "127.0.0.1",
-        KEYPLANE_OPERATOR: "off",
-      });
-      processes.push(p);
-      return p;
-    };
-    // Both at once, as replicas start: they race to migrate the empty database.
-    [p1, p2] = await Promise.all([start(), start()]);
+    set = await startReplicas(database.url, ["1", "2"]);
+    [p1, p2] = set.replicas.map((r) => r.p) as [ServerProcess, ServerProcess];
     expect(p1.url).not.toBe(p2.url);
-    const admin = (p: ServerProcess, path: string, body: object) => call<KeyBody>(p.url, "POST", path, adminToken, body);
+    const admin = (p: ServerProcess, path: string, body: object) => call<KeyBody>(p.url, "POST", path, set.adminToken, body);
     expect((await admin(p1, "/admin/customers", { name: "acme" })).status).toBe(201);
     expect((await admin(p2, "/admin/customers/acme/domains", { domain: "sip.acme.example" })).status).toBe(201);
     const made = await admin(p2, "/admin/customers/acme/keys", { name: "root" });
@@ -152,8 +120,7 @@ describe.skipIf(!hasPostgres)(`two keyplane processes on one PostgreSQL database
   }, 60_000);
 
   afterAll(async () => {
-    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
-    await Promise.all(dataDirs.map((dir) => rm(dir, { recursive: true, force: true })));
+    await set?.stop();
     await database?.drop();
   });
 

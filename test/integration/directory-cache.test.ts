@@ -14,7 +14,7 @@ import { createTenant, type Tenant } from "../support/world.ts";
 const JOBS_OUT_OF_THE_WAY = { expirySweepMs: 3_600_000, lastUseFlushMs: 3_600_000 };
 /**
  * The key cache's own 30 s are another matter: the keys, kept since this process provisioned them
- * (services/key-cache.ts, `wrote`), would be read again during a slow run.
+ * (services/verification/key-cache.ts, `wrote`), would be read again during a slow run.
  */
 const KEYS_KEPT = { keyCache: { ttlMs: 3_600_000 } };
 

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { loadAll } from "js-yaml";
 import { describe, expect, it } from "vitest";
-import { resolveSpec, type ApiKey } from "../../src/operator/apikey.ts";
+import { resolveSpec, type ApiKey } from "../../src/operator/resource/apikey.ts";
 
 // deploy/examples/envoy-gateway.yaml (docs/gateways.md, "Envoy Gateway"): its ApiKey is valid as the
 // operator reads it, and its SecurityPolicy reads the Secret that ApiKey writes, in the envoy-gateway

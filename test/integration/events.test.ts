@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { keyStoreFor } from "../../src/operator/keystore.ts";
-import { sweepExpiries } from "../../src/services/expiry-sweep.ts";
+import { keyStoreFor } from "../../src/operator/reconcile/keystore.ts";
+import { sweepExpiries } from "../../src/services/keys/expiry-sweep.ts";
 import { fakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";

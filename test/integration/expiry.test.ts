@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sweepExpiries } from "../../src/services/expiry-sweep.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { sweepExpiries } from "../../src/services/keys/expiry-sweep.ts";
 import { fakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";
-import { startPeer, startService, type TestService } from "../support/service.ts";
-import { createTenant, type Tenant } from "../support/world.ts";
+import type { TestService } from "../support/service.ts";
+import { useTwoProcesses, type Tenant, type TwoProcesses } from "../support/world.ts";
 
 // Expiry (docs/api.md, "Lifecycle"), at the boundary, with a clock the test moves: a key works until
 // the instant of its expiresAt and is refused, and gone, from then on, on every process, with no sweep
@@ -13,23 +13,9 @@ const SECOND = 1000;
 
 describe.each(backends())("expiry on %s", (backend) => {
   const time = fakeClock();
-  let svc: TestService;
-  let peer: TestService;
-  let acme: Tenant;
-  let root: ReturnType<TestService["as"]>;
-
-  beforeAll(async () => {
-    // The jobs are driven by hand here: the sweep must not be what makes a key stop.
-    const jobs = { expirySweepMs: 3_600_000, lastUseFlushMs: 3_600_000 };
-    svc = await startService(backend, { clock: time.clock, ...jobs });
-    peer = await startPeer(svc, { clock: time.clock, ...jobs });
-    acme = await createTenant(svc, "acme");
-    root = svc.as(acme.keys.customer);
-  });
-  afterAll(async () => {
-    await peer?.stop();
-    await svc?.stop();
-  });
+  const processes = useTwoProcesses(backend, time);
+  let svc: TestService, peer: TestService, acme: Tenant, root: TwoProcesses["root"];
+  beforeAll(() => ({ svc, peer, acme, root } = processes()));
 
   const provision = async (body: object, path = "/customers/acme/keys") => {
     const res = await root.post(path, body);

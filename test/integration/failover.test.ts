@@ -8,18 +8,15 @@
 // name retried after a 503 made exactly one key; a key disabled just before the kill is refused by
 // both processes, and one disabled after the failover by the other within a second; /readyz answers
 // 503 while no primary does. And a standby alone in DATABASE_URL is refused, never read from.
-import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { StoreUnavailable } from "../../src/domain/errors.ts";
 import { translateError } from "../../src/store/errors.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
-import { patroniUnavailable, startPatroni, type PatroniCluster, type PatroniNode } from "../support/patroni.ts";
-import { startServerProcess, type ServerProcess } from "../support/process.ts";
+import { patroniUnavailable, PROBE_WRITE, startPatroni, type PatroniCluster, type PatroniNode } from "../support/patroni.ts";
+import { describeNeeding } from "../support/needs.ts";
+import { answersWith, call, expectAlive, expectOnlyAllowed, hold, neverSeen, startReplicas, type Replica as Process, type ReplicaSet } from "../support/replicas.ts";
 import { captureLogger } from "../support/service.ts";
-import { startTraffic, statusesOf, type Traffic } from "../support/traffic.ts";
+import { startTraffic, type Traffic } from "../support/traffic.ts";
 
 /** KEYPLANE_DATABASE_TIMEOUT_MS of both processes. */
 const TIMEOUT_MS = 1_000;
@@ -32,95 +29,39 @@ const WARM_WRITES = 5;
 /** How often the test tries its own write on the node to be promoted. */
 const PROBE_MS = 20;
 
-const unavailable = patroniUnavailable();
-const CI = process.env.CI === "true";
-const skipReason = unavailable && !CI ? ` (skipped: ${unavailable})` : "";
-
 type Kind = "cached" | "verified" | "unknown" | "ready" | "provision1" | "provision2";
 const KINDS: Kind[] = ["cached", "verified", "unknown", "ready", "provision1", "provision2"];
 const WRITES: Kind[] = ["provision1", "provision2"];
 const NORMAL: Record<Kind, number[]> = { cached: [200], verified: [200], unknown: [401], ready: [200], provision1: [200], provision2: [200] };
+/** Through a failover: the normal answer or 503; a cached key never anything but 200. */
+const ALLOWED = Object.fromEntries(KINDS.map((kind) => [kind, kind === "cached" || kind === "verified" ? NORMAL[kind] : [...NORMAL[kind], 503]])) as Record<Kind, number[]>;
 
-const neverSeen = () => `XI${randomBytes(16).toString("hex").toUpperCase()}`;
-const hold = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface Answer {
-  status: number;
-  body: unknown;
-}
-
-async function call(url: string, method: string, path: string, token?: string, body?: object): Promise<Answer> {
-  try {
-    const res = await fetch(url + path, {
-      method,
-      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-type": "application/json" } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-      signal: AbortSignal.timeout(10_000),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
-  } catch {
-    return { status: 0, body: undefined }; // refused at the socket, or no answer: never allowed
-  }
-}
-
-interface Replica {
-  name: string;
-  p: ServerProcess;
-  exits: string[];
+interface Replica extends Process {
   /** Every name provisioning was asked for, and those acknowledged (200). */
   tried: Set<string>;
   acknowledged: string[];
 }
 
-describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipReason}`, () => {
+describeNeeding(patroniUnavailable(), "keyplane through Patroni failovers", () => {
   let cluster: PatroniCluster;
-  const replicas: Replica[] = [];
-  const dataDirs: string[] = [];
-  const adminToken = "kpa_failover_" + randomBytes(24).toString("hex");
+  let set: ReplicaSet;
+  let replicas: Replica[] = [];
   let root = "";
   let cachedKey = "";
   let names = 0;
-  /** 503s without the JSON error body, verdicts that are not VALID. */
-  const wrong: string[] = [];
 
   beforeAll(async () => {
     cluster = await startPatroni();
-    await cluster.admin("CREATE TABLE failover_probe (at timestamptz DEFAULT now())");
-    const masterKey = randomBytes(32).toString("hex");
-    const start = async (name: string): Promise<Replica> => {
-      const dataDir = await mkdtemp(join(tmpdir(), "keyplane-failover-"));
-      dataDirs.push(dataDir);
-      const p = await startServerProcess({
-        DATABASE_URL: cluster.url(),
-        KEYPLANE_MASTER_KEY: masterKey,
-        KEYPLANE_ADMIN_TOKEN: adminToken,
-        KEYPLANE_DATA_DIR: dataDir,
-        KEYPLANE_DATABASE_TIMEOUT_MS: String(TIMEOUT_MS),
-        KEYPLANE_AUTH_FAILURES_PER_MINUTE: "1000000000",
-      });
-      const replica: Replica = { name, p, exits: [], tried: new Set(), acknowledged: [] };
-      p.child.once("exit", (code, signal) => replica.exits.push(`${name} exited (${code ?? signal})`));
-      return replica;
-    };
-    replicas.push(...(await Promise.all([start("A"), start("B")])));
-    const a = replicas[0]!.p.url;
-    expect((await call(a, "POST", "/admin/customers", adminToken, { name: "acme" })).status).toBe(201);
-    root = ((await call(a, "POST", "/admin/customers/acme/keys", adminToken, { name: "root" })).body as { keyId: string }).keyId;
+    set = await startReplicas(cluster.url(), ["A", "B"], { KEYPLANE_DATABASE_TIMEOUT_MS: String(TIMEOUT_MS) });
+    replicas = set.replicas.map((r) => ({ ...r, tried: new Set(), acknowledged: [] }));
+    root = await set.customerWithRoot("acme");
     cachedKey = (await seenOnBoth("cached")).keyId;
     for (const r of replicas) expect((await call(r.p.url, "GET", "/keys/self", root)).status).toBe(200);
   }, 120_000);
 
   afterAll(async () => {
-    await Promise.all(
-      replicas.map(async (r) => {
-        const kill = setTimeout(() => r.p.child.kill("SIGKILL"), 15_000);
-        await r.p.stop();
-        clearTimeout(kill);
-      }),
-    );
+    await set?.stop();
     await cluster?.destroy();
-    await Promise.all(dataDirs.map((dir) => rm(dir, { recursive: true, force: true })));
   }, 60_000);
 
   /** A key provisioned through A and seen valid by both (so in both caches). */
@@ -130,17 +71,6 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
     const key = made.body as { id: number; keyId: string };
     for (const r of replicas) expect((await call(r.p.url, "GET", "/keys/self", key.keyId)).status).toBe(200);
     return key;
-  }
-
-  /** Polls GET /keys/self of `token` on `r` until it answers `status`: when it did. */
-  async function answersWith(r: Replica, token: string, status: number, limitMs = 10_000): Promise<number> {
-    const deadline = performance.now() + limitMs;
-    for (;;) {
-      const a = await call(r.p.url, "GET", "/keys/self", token);
-      if (a.status === status) return performance.now();
-      if (performance.now() > deadline) throw new Error(`${r.name} still answers ${a.status} for the key, not ${status}`);
-      await hold(5);
-    }
   }
 
   /** Disables `key` through A, retrying a 503: when A answered 200. */
@@ -157,20 +87,13 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
   /** Provisioning, verification and unknown tokens on one process, each kind in a loop of its own. */
   function load(r: Replica): Traffic<Kind> {
     const url = r.p.url;
-    const checked = async (kind: Kind, answer: Promise<Answer>): Promise<Answer> => {
-      const a = await answer;
-      const body = a.body as { status?: unknown; error?: unknown; code?: unknown } | undefined;
-      if (a.status === 503 && !(body?.status === 503 && body.error === "unavailable")) wrong.push(`${r.name} ${kind}: 503 ${JSON.stringify(a.body)}`);
-      if (kind === "verified" && a.status === 200 && body?.code !== "VALID") wrong.push(`${r.name} verified: ${JSON.stringify(a.body)}`);
-      return a;
-    };
     // A name answered 503 is asked for again, as a client would: provisioning is idempotent by name.
     const provisioning = (kind: Kind) => {
       let name = "";
       return async () => {
         name ||= `load-${r.name}-${names++}`;
         r.tried.add(name);
-        const a = await checked(kind, call(url, "POST", "/customers/self/keys", root, { name }));
+        const a = await set.checked(`${r.name} ${kind}`, call(url, "POST", "/customers/self/keys", root, { name }));
         if (a.status === 200) {
           r.acknowledged.push(name);
           name = "";
@@ -179,9 +102,9 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
       };
     };
     return startTraffic<Kind>({
-      cached: () => checked("cached", call(url, "GET", "/keys/self", cachedKey)),
-      verified: () => checked("verified", call(url, "POST", "/verify", undefined, { key: cachedKey, path: "/calls", method: "GET" })),
-      unknown: () => checked("unknown", call(url, "GET", "/keys/self", neverSeen())),
+      cached: () => set.checked(`${r.name} cached`, call(url, "GET", "/keys/self", cachedKey)),
+      verified: () => set.checked(`${r.name} verified`, call(url, "POST", "/verify", undefined, { key: cachedKey, path: "/calls", method: "GET" }), true),
+      unknown: () => set.checked(`${r.name} unknown`, call(url, "GET", "/keys/self", neverSeen())),
       ready: async () => {
         await hold(50); // at a probe's pace, not a flood
         return call(url, "GET", "/readyz");
@@ -189,23 +112,6 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
       provision1: provisioning("provision1"),
       provision2: provisioning("provision2"),
     });
-  }
-
-  /** The test's own write, tried on `node` until it is taken: when the new primary first accepted one. */
-  async function acceptsWrites(node: PatroniNode): Promise<number> {
-    for (;;) {
-      try {
-        await cluster.admin("INSERT INTO failover_probe DEFAULT VALUES", [], node);
-        return performance.now();
-      } catch {
-        await hold(PROBE_MS);
-      }
-    }
-  }
-
-  function expectAlive(): void {
-    const exits = replicas.flatMap((r) => r.exits);
-    expect(exits, exits.length ? replicas.map((r) => `${r.name}: ${r.p.stdout().slice(-1_500)}`).join("\n") : "").toEqual([]);
   }
 
   const ms = (n: number) => `${Math.round(n)} ms`;
@@ -219,24 +125,19 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
     await disable(disabledBefore);
 
     const killedAt = cluster.kill(from);
-    const acceptingAt = await acceptsWrites(to);
+    const acceptingAt = await cluster.acceptsWrites(to, PROBE_MS);
     // Provisioning back on both processes: a write sent after the new primary took one, answered 200.
     const back = await Promise.all(traffic.map((t) => t.until((s) => WRITES.includes(s.what) && s.sentAt >= acceptingAt && s.status === 200, WRITES_BACK_WITHIN_MS + 5_000)));
     await Promise.all(traffic.flatMap((t) => KINDS.map((kind) => t.until((s) => s.what === kind && s.sentAt >= acceptingAt && NORMAL[kind].includes(s.status)))));
     await Promise.all(traffic.map((t) => t.stop()));
-    expectAlive();
+    expectAlive(replicas);
 
-    // Nothing but the normal answers and 503; a cached key never anything but 200.
+    expectOnlyAllowed(replicas, traffic, ALLOWED);
     for (const [i, t] of traffic.entries()) {
-      for (const kind of KINDS) {
-        const allowed = kind === "cached" || kind === "verified" ? NORMAL[kind] : [...NORMAL[kind], 503];
-        const seen = statusesOf(t.samples.filter((s) => s.what === kind));
-        expect(seen.filter((status) => !allowed.includes(status)), `${replicas[i]!.name} ${kind}: statuses ${seen}`).toEqual([]);
-      }
       expect(t.between("unknown", killedAt, acceptingAt).some((s) => s.status === 503), `${replicas[i]!.name} saw the failover`).toBe(true);
       expect(t.between("ready", killedAt, acceptingAt).some((s) => s.status === 503), `${replicas[i]!.name}: /readyz while no primary answers`).toBe(true);
     }
-    expect(wrong).toEqual([]);
+    expect(set.wrong).toEqual([]);
     const writesBack = back.map((s) => s.answeredAt - acceptingAt);
     for (const w of writesBack) expect(w, "provisioning back after the new primary accepted a write").toBeLessThan(WRITES_BACK_WITHIN_MS);
 
@@ -245,7 +146,7 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
     // A key disabled now, through A: refused by B within a second.
     const disabledAfter = await seenOnBoth(`disabled-after-${label}`);
     const revokedAt = await disable(disabledAfter);
-    const revoked = (await answersWith(replicas[1]!, disabledAfter.keyId, 401)) - revokedAt;
+    const revoked = (await answersWith(replicas[1]!, disabledAfter.keyId, 401, 10_000)) - revokedAt;
     expect(revoked, "B refusing a key disabled through A after the failover").toBeLessThan(REVOKED_WITHIN_MS);
 
     // Every acknowledged key is there, and no name made two.
@@ -273,8 +174,8 @@ describe.skipIf(unavailable && !CI)(`keyplane through Patroni failovers${skipRea
       await expect(db.query("SELECT 1")).rejects.toBeInstanceOf(StoreUnavailable);
       await expect(db.transaction((tx) => tx.query("SELECT 1"))).rejects.toBeInstanceOf(StoreUnavailable);
       // On the standby itself, a write is refused as read-only (25006): unavailable too, not a defect.
-      await expect(cluster.admin("INSERT INTO failover_probe DEFAULT VALUES", [], standby)).rejects.toMatchObject({ code: "25006" });
-      expect(translateError(await cluster.admin("INSERT INTO failover_probe DEFAULT VALUES", [], standby).catch((e: unknown) => e))).toBeInstanceOf(StoreUnavailable);
+      await expect(cluster.admin(PROBE_WRITE, [], standby)).rejects.toMatchObject({ code: "25006" });
+      expect(translateError(await cluster.admin(PROBE_WRITE, [], standby).catch((e: unknown) => e))).toBeInstanceOf(StoreUnavailable);
     } finally {
       await db.close();
     }

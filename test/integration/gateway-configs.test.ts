@@ -5,7 +5,7 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { load, loadAll } from "js-yaml";
 import { describe, expect, it } from "vitest";
-import { AUTH_GATEWAYS } from "../../src/http/auth-gateway.ts";
+import { AUTH_GATEWAYS } from "../../src/http/verification/auth-gateway.ts";
 
 // The gateway configurations keyplane ships for Traefik and Envoy (docs/gateways.md), read as the
 // gateways read them: each sends keyplane only what it reads, sets the original request itself, and

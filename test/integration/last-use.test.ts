@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { authenticate } from "../../src/services/authenticate.ts";
+import { authenticate } from "../../src/services/verification/authenticate.ts";
 import type { Database } from "../../src/store/database.ts";
 import { fakeClock } from "../support/clock.ts";
 import { backends, openTestDatabase, type TestDatabase } from "../support/databases.ts";

@@ -6,9 +6,9 @@
 import pg from "pg";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import type { CatchUp, ListenState } from "../../src/store/database.ts";
-import { keyCatchUp, keyLogRead } from "../../src/store/key-catch-up.ts";
-import { keyChannel } from "../../src/store/key-changes.ts";
-import { recordEvents } from "../../src/store/key-events.ts";
+import { keyCatchUp, keyLogRead } from "../../src/store/keys/key-catch-up.ts";
+import { keyChannel } from "../../src/store/keys/key-changes.ts";
+import { recordEvents } from "../../src/store/keys/key-events.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
 import { backends } from "../support/databases.ts";
 import { captureLogger, startService, type TestService } from "../support/service.ts";

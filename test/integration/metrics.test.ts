@@ -1,7 +1,7 @@
 // GET /metrics (docs/operations.md, "Metrics"): every metric the operations guide lists, with its type
 // and labels, after traffic; served on KEYPLANE_METRICS_PORT only, never on the API's port.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { metricsHandler } from "../../src/http/metrics-server.ts";
+import { metricsHandler } from "../../src/http/operations/metrics-server.ts";
 import { listen, type Listening } from "../../src/http/server.ts";
 import { backends } from "../support/databases.ts";
 import { startServerProcess } from "../support/process.ts";

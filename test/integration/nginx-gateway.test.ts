@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseTrustedProxies } from "../../src/http/client-address.ts";
-import { listen, type Listening } from "../../src/http/server.ts";
-import { freePort, nginxMissing, shippedConfig, startNginx, startUpstream, type Nginx, type Upstream } from "../support/nginx.ts";
+import { parseTrustedProxies } from "../../src/http/verification/client-address.ts";
+import type { Listening } from "../../src/http/server.ts";
+import { nginxMissing, startGateway, type Gateway, type Nginx, type Upstream } from "../support/nginx.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";
 
@@ -16,6 +16,7 @@ describe.skipIf(missing !== undefined)(`nginx auth_request in front of an API${m
   let keyplane: Listening;
   /** The headers of every request that reached keyplane from nginx. */
   const asked: IncomingHttpHeaders[] = [];
+  let gateway: Gateway;
   let upstream: Upstream;
   let nginx: Nginx;
   let acme: Tenant;
@@ -25,15 +26,11 @@ describe.skipIf(missing !== undefined)(`nginx auth_request in front of an API${m
     svc = await startService("pglite", { throttle: { failuresPerMinute: LIMIT, now: () => 0 }, trustedProxies: parseTrustedProxies("127.0.0.1") });
     acme = await createTenant(svc, "acme");
     await createTenant(svc, "globex");
-    keyplane = await listen((req, res) => (asked.push(req.headers), svc.app(req, res)), 0, "127.0.0.1");
-    upstream = await startUpstream();
-    const port = await freePort();
-    nginx = await startNginx(await shippedConfig({ listen: port, keyplane: new URL(keyplane.url).host, api: upstream.address }), port);
+    gateway = await startGateway((req, res) => (asked.push(req.headers), svc.app(req, res)));
+    ({ keyplane, upstream, nginx } = gateway);
   });
   afterAll(async () => {
-    await nginx?.stop();
-    await upstream?.close();
-    await keyplane?.close(0);
+    await gateway?.stop();
     await svc?.stop();
   });
 

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Policy } from "../../src/domain/policy/policy.ts";
-import { parseTrustedProxies } from "../../src/http/client-address.ts";
-import { listen, type Listening } from "../../src/http/server.ts";
-import { freePort, nginxMissing, shippedConfig, startNginx, startUpstream, type Nginx, type Upstream } from "../support/nginx.ts";
+import { parseTrustedProxies } from "../../src/http/verification/client-address.ts";
+import { nginxMissing, startGateway, type Gateway } from "../support/nginx.ts";
 import { setPolicy } from "../support/policy.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";
@@ -14,27 +13,20 @@ const missing = nginxMissing();
 
 describe.skipIf(missing !== undefined)(`key policy through nginx auth_request${missing ? ` (skipped: ${missing})` : ""}`, () => {
   let svc: TestService;
-  let keyplane: Listening;
-  let upstream: Upstream;
-  let nginx: Nginx;
+  let gateway: Gateway;
   let acme: Tenant;
 
   beforeAll(async () => {
     svc = await startService("pglite", { trustedProxies: parseTrustedProxies("127.0.0.1") });
     acme = await createTenant(svc, "acme");
-    keyplane = await listen(svc.app, 0, "127.0.0.1");
-    upstream = await startUpstream();
-    const port = await freePort();
-    nginx = await startNginx(await shippedConfig({ listen: port, keyplane: new URL(keyplane.url).host, api: upstream.address }), port);
+    gateway = await startGateway(svc.app);
   });
   afterAll(async () => {
-    await nginx?.stop();
-    await upstream?.close();
-    await keyplane?.close(0);
+    await gateway?.stop();
     await svc?.stop();
   });
 
-  const call = (token: string, client = "203.0.113.7") => fetch(`${nginx.url}/calls`, { headers: { "X-Forwarded-For": client, Authorization: `Bearer ${token}` } });
+  const call = (token: string, client = "203.0.113.7") => fetch(`${gateway.nginx.url}/calls`, { headers: { "X-Forwarded-For": client, Authorization: `Bearer ${token}` } });
   /** Sets a key's policy and waits until keyplane answers by it. */
   const bind = async (token: string, policy: Policy, seen: (v: Record<string, unknown>) => boolean, probe: object = { path: "/customers/no-such-customer" }) => {
     const id = ((await svc.as(token).get("/keys/self")).body as { id: number }).id;
@@ -54,7 +46,7 @@ describe.skipIf(missing !== undefined)(`key policy through nginx auth_request${m
     expect(first.headers.get("ratelimit-policy")).toBe('"calls";q=2;w=86400');
     expect(first.headers.get("ratelimit")).toMatch(/^"calls";r=1;t=\d+$/);
     expect((await call(key)).headers.get("ratelimit")).toMatch(/^"calls";r=0;t=\d+$/);
-    const before = upstream.seen.length;
+    const before = gateway.upstream.seen.length;
     const refused = await call(key);
     expect(refused.status).toBe(429);
     expect(await refused.json()).toMatchObject({ status: 429, error: "rate_limited" });
@@ -63,7 +55,7 @@ describe.skipIf(missing !== undefined)(`key policy through nginx auth_request${m
     expect(retryAfter).toBeLessThanOrEqual(86_400);
     expect(refused.headers.get("ratelimit")).toBe(`"calls";r=0;t=${retryAfter}`);
     expect(refused.headers.get("ratelimit-policy")).toBe('"calls";q=2;w=86400');
-    expect(upstream.seen.length).toBe(before);
+    expect(gateway.upstream.seen.length).toBe(before);
   });
 
   it("gives the client keyplane's 429 usage_exceeded once the credits are spent, with what is left", async () => {
@@ -83,11 +75,11 @@ describe.skipIf(missing !== undefined)(`key policy through nginx auth_request${m
     const key = acme.keys.subscriber;
     await bind(key, { restrictions: { ips: ["203.0.113.0/24"] } }, (v) => v.code === "RESTRICTED", { ip: "198.51.100.9" });
     expect((await call(key, "203.0.113.9")).status).toBe(200);
-    const before = upstream.seen.length;
+    const before = gateway.upstream.seen.length;
     const refused = await call(key, "198.51.100.9");
     expect(refused.status).toBe(403);
     expect(await refused.json()).toMatchObject({ status: 403, error: "forbidden" });
-    expect(upstream.seen.length).toBe(before);
+    expect(gateway.upstream.seen.length).toBe(before);
   });
 
   it("sends no RateLimit fields or credits for a key without a policy", async () => {

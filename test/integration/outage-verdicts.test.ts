@@ -7,15 +7,12 @@
 // (test/support/pg-cluster.ts), reached through a TCP proxy (test/support/tcp-proxy.ts), through a
 // restart, a stop of 5 s, every connection reset with new ones refused for 5 s, and each of keyplane's
 // sessions ended in turn. The load and the processes are those of postgres-restart.test.ts, in small.
-import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { clusterUnavailable, startCluster, type PgCluster } from "../support/pg-cluster.ts";
-import { startServerProcess, type ServerProcess } from "../support/process.ts";
+import { describeNeeding } from "../support/needs.ts";
+import { call, expectAlive, expectOnlyAllowed, hold, neverSeen, startReplicas, type Answer, type Replica as Process, type ReplicaSet } from "../support/replicas.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
-import { startTraffic, statusesOf, type Traffic } from "../support/traffic.ts";
+import { startTraffic, type Traffic } from "../support/traffic.ts";
 
 /** KEYPLANE_DATABASE_TIMEOUT_MS of both processes. */
 const TIMEOUT_MS = 1_000;
@@ -33,14 +30,11 @@ const HEARD_MS = 600;
 /** Between two terminations of keyplane's sessions. */
 const TERMINATE_GAP_MS = 100;
 
-const unavailable = clusterUnavailable();
-const CI = process.env.CI === "true";
-const skipReason = unavailable && !CI ? ` (skipped: ${unavailable})` : "";
-
 type Kind = "self" | "keyPath" | "verify" | "auth" | "wroteSelf" | "wroteVerify" | "wroteAuth" | "limited" | "unknown" | "provision";
 /** Keys seen valid, or written by the process asked: 200, every time. */
 const SEEN: Kind[] = ["self", "keyPath", "verify", "auth", "wroteSelf", "wroteVerify", "wroteAuth"];
-const ALLOWED: Record<Exclude<Kind, (typeof SEEN)[number]>, number[]> = { limited: [200, 503], unknown: [401, 503], provision: [200, 503] };
+/** Every answer allowed: a seen or written key 200, always; the others their answer or 503. */
+const ALLOWED = { ...Object.fromEntries(SEEN.map((kind) => [kind, [200]])), limited: [200, 503], unknown: [401, 503], provision: [200, 503] } as Record<Kind, number[]>;
 
 /** The customer's policy: only clients on the loopback network (every request of the test comes from there). */
 const CUSTOMER_POLICY = { restrictions: { ips: ["127.0.0.0/8", "::1/128"] } };
@@ -48,33 +42,7 @@ const CUSTOMER_POLICY = { restrictions: { ips: ["127.0.0.0/8", "::1/128"] } };
 const LIMITED_POLICY = { ratelimits: [{ name: "calls", limit: 1_000_000, windowSeconds: 3_600 }] };
 const PATH = "/customers/acme/calls";
 
-const neverSeen = () => `XI${randomBytes(16).toString("hex").toUpperCase()}`;
-/** How long a fault lasts is the scenario itself, not a wait for something to happen. */
-const hold = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface Answer {
-  status: number;
-  body: unknown;
-}
-
-async function call(url: string, method: string, path: string, token?: string, body?: object, headers: Record<string, string> = {}): Promise<Answer> {
-  try {
-    const res = await fetch(url + path, {
-      method,
-      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-type": "application/json" } : {}), ...headers },
-      body: body ? JSON.stringify(body) : undefined,
-      signal: AbortSignal.timeout(10_000),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
-  } catch {
-    return { status: 0, body: undefined }; // refused at the socket, or no answer: never allowed
-  }
-}
-
-interface Replica {
-  name: string;
-  p: ServerProcess;
+interface Replica extends Process {
   /** Its customer's manager key, used all along. */
   manager: string;
   limited: string;
@@ -82,48 +50,30 @@ interface Replica {
   wrote: string[];
 }
 
-describe.skipIf(unavailable && !CI)(`every verdict of a seen key through a database outage${skipReason}`, () => {
+describeNeeding(clusterUnavailable(), "every verdict of a seen key through a database outage", () => {
   let cluster: PgCluster;
   let proxy: TcpProxy;
+  let set: ReplicaSet;
   const replicas: Replica[] = [];
-  const dataDirs: string[] = [];
-  const adminToken = "kpa_outage_" + randomBytes(24).toString("hex");
-  /** Answers that are not what their status promises (a 503 without the JSON body, a 200 verdict not VALID). */
-  const wrong: string[] = [];
   let written = 0;
 
   beforeAll(async () => {
     cluster = await startCluster();
     proxy = await startTcpProxy("127.0.0.1", cluster.port);
-    const masterKey = randomBytes(32).toString("hex");
-    const start = async (): Promise<ServerProcess> => {
-      const dataDir = await mkdtemp(join(tmpdir(), "keyplane-outage-"));
-      dataDirs.push(dataDir);
-      return startServerProcess({
-        DATABASE_URL: proxy.urlFor(cluster.url()),
-        KEYPLANE_MASTER_KEY: masterKey,
-        KEYPLANE_ADMIN_TOKEN: adminToken,
-        KEYPLANE_DATA_DIR: dataDir,
-        KEYPLANE_DATABASE_TIMEOUT_MS: String(TIMEOUT_MS),
-        // The never-seen tokens fail from one address all along: no throttling in the way.
-        KEYPLANE_AUTH_FAILURES_PER_MINUTE: "1000000000",
-      });
-    };
-    const [pa, pb] = await Promise.all([start(), start()]);
-    const a = pa.url;
-    expect((await call(a, "POST", "/admin/customers", adminToken, { name: "acme" })).status).toBe(201);
-    expect((await call(a, "PUT", "/admin/customers/acme/policy", adminToken, CUSTOMER_POLICY)).status).toBe(200);
-    for (const [name, p] of [["A", pa], ["B", pb]] as const) {
-      const made = async (body: object) => ((await call(a, "POST", "/admin/customers/acme/keys", adminToken, body)).body as { keyId: string }).keyId;
-      replicas.push({ name, p, manager: await made({ name: `manager-${name}` }), limited: await made({ name: `limited-${name}`, policy: LIMITED_POLICY }), wrote: [] });
+    set = await startReplicas(proxy.urlFor(cluster.url()), ["A", "B"], { KEYPLANE_DATABASE_TIMEOUT_MS: String(TIMEOUT_MS) });
+    const a = set.replicas[0]!.p.url;
+    const made = async (body: object) => ((await call(a, "POST", "/admin/customers/acme/keys", set.adminToken, body)).body as { keyId: string }).keyId;
+    expect((await call(a, "POST", "/admin/customers", set.adminToken, { name: "acme" })).status).toBe(201);
+    expect((await call(a, "PUT", "/admin/customers/acme/policy", set.adminToken, CUSTOMER_POLICY)).status).toBe(200);
+    for (const r of set.replicas) {
+      replicas.push({ ...r, manager: await made({ name: `manager-${r.name}` }), limited: await made({ name: `limited-${r.name}`, policy: LIMITED_POLICY }), wrote: [] });
     }
   }, 90_000);
 
   afterAll(async () => {
-    await Promise.all(replicas.map((r) => r.p.stop()));
+    await set?.stop();
     await proxy?.close();
     await cluster?.destroy();
-    await Promise.all(dataDirs.map((dir) => rm(dir, { recursive: true, force: true })));
   });
 
   /**
@@ -162,13 +112,7 @@ describe.skipIf(unavailable && !CI)(`every verdict of a seen key through a datab
 
   function load(r: Replica): Traffic<Kind> {
     let turn = 0;
-    const checked = (kind: Kind, token: string) => async (): Promise<Answer> => {
-      const a = await ask(r, kind, token);
-      const body = a.body as { status?: unknown; error?: unknown; message?: unknown; code?: unknown } | undefined;
-      if (a.status === 503 && !(body?.status === 503 && body.error === "unavailable" && typeof body.message === "string")) wrong.push(`${r.name} ${kind}: 503 ${JSON.stringify(a.body)}`);
-      if ((kind === "verify" || kind === "wroteVerify") && a.status === 200 && body?.code !== "VALID") wrong.push(`${r.name} ${kind}: ${JSON.stringify(a.body)}`);
-      return a;
-    };
+    const checked = (kind: Kind, token: string) => (): Promise<Answer> => set.checked(`${r.name} ${kind}`, ask(r, kind, token), kind === "verify" || kind === "wroteVerify");
     const wrote = () => r.wrote[turn++ % r.wrote.length]!;
     return startTraffic<Kind>({
       self: checked("self", r.manager),
@@ -196,20 +140,16 @@ describe.skipIf(unavailable && !CI)(`every verdict of a seen key through a datab
     await Promise.all(traffic.map((t) => t.stop()));
     for (const [i, t] of traffic.entries()) {
       const r = replicas[i]!;
-      const counts = Object.fromEntries([...SEEN, ...(Object.keys(ALLOWED) as Kind[])].map((kind) => {
+      const counts = Object.fromEntries((Object.keys(ALLOWED) as Kind[]).map((kind) => {
         const during = sentDuring(t, kind, from, back);
         return [kind, `${during.filter((s) => s.status === 200).length}/${during.length} 200, ${during.filter((s) => s.status === 503).length} 503`];
       }));
       console.log(`[${what}] ${r.name}, requests sent during the outage, and their answers: ${JSON.stringify(counts)}`);
-      for (const kind of SEEN) expect(statusesOf(t.samples.filter((s) => s.what === kind)), `${what}: ${r.name} ${kind}`).toEqual([200]);
       expect(SEEN.flatMap((kind) => sentDuring(t, kind, from, back)).length, `${what}: ${r.name}: seen keys asked during the outage`).toBeGreaterThan(0);
-      for (const [kind, allowed] of Object.entries(ALLOWED) as [Kind, number[]][]) {
-        const seen = statusesOf(t.samples.filter((s) => s.what === kind));
-        expect(seen.filter((status) => !allowed.includes(status)), `${what}: ${r.name} ${kind}: ${seen}`).toEqual([]);
-      }
     }
-    expect(wrong).toEqual([]);
-    for (const r of replicas) expect(r.p.child.exitCode, `${r.name}: ${r.p.stdout().slice(-1_500)}`).toBeNull();
+    expectOnlyAllowed(replicas, traffic, ALLOWED, `${what}: `);
+    expect(set.wrong).toEqual([]);
+    expectAlive(replicas);
   }
 
   /**

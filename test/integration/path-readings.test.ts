@@ -1,7 +1,7 @@
 import { Agent, request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AuthHandler } from "../../src/http/auth-routes.ts";
-import { parseTrustedProxies } from "../../src/http/client-address.ts";
+import { AuthHandler } from "../../src/http/verification/auth-routes.ts";
+import { parseTrustedProxies } from "../../src/http/verification/client-address.ts";
 import { listen, type Listening } from "../../src/http/server.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";

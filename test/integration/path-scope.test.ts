@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { PathScopes } from "../../src/domain/access.ts";
-import { pathTargets } from "../../src/domain/platform-path.ts";
-import { applicationScope, customerScope, domainScope, subscriberScope, type Scope, type ScopeRefs } from "../../src/domain/scope.ts";
-import { resolvePathScope } from "../../src/services/path-scope.ts";
+import type { PathScopes } from "../../src/domain/scope/access.ts";
+import { pathTargets } from "../../src/domain/scope/platform-path.ts";
+import { applicationScope, customerScope, domainScope, subscriberScope, type Scope, type ScopeRefs } from "../../src/domain/scope/scope.ts";
+import { resolvePathScope } from "../../src/services/directory/path-scope.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";

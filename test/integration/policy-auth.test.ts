@@ -5,7 +5,7 @@
 // while the database cannot be reached, only what the process holds; and the metrics of all this.
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseTrustedProxies } from "../../src/http/client-address.ts";
+import { parseTrustedProxies } from "../../src/http/verification/client-address.ts";
 import type { Policy } from "../../src/domain/policy/policy.ts";
 import { fakeClock, type FakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";

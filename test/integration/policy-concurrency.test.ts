@@ -2,17 +2,14 @@
 // serve` processes on one PostgreSQL database, loaded at once. Never more than a limit, nor a balance
 // below zero, also when a process is killed with leases in hand; nearly all of a limit under three times
 // the demand; a change made through one process in force on the other within a second.
-import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Policy } from "../../src/domain/policy/policy.ts";
 import type { Queryable, Row } from "../../src/store/database.ts";
 import { backends, createPostgresDatabase } from "../support/databases.ts";
 import { balanceOf, grantedOf, setPolicy, type Holder } from "../support/policy.ts";
-import { startServerProcess, type ServerProcess } from "../support/process.ts";
+import type { ServerProcess } from "../support/process.ts";
+import { startReplicas, type ReplicaSet } from "../support/replicas.ts";
 
 const hasPostgres = backends().includes("postgres");
 const skipReason = hasPostgres ? "" : " (skipped: no PostgreSQL server; set KEYPLANE_TEST_PG_URL or run one on 127.0.0.1:5432)";
@@ -30,21 +27,10 @@ describe.skipIf(!hasPostgres)(`key policy across keyplane processes on one Postg
   let database: { url: string; drop(): Promise<void> };
   let sql: pg.Client;
   let db: Queryable;
-  const processes: ServerProcess[] = [];
-  const dataDirs: string[] = [];
+  let set: ReplicaSet;
   let a: ServerProcess;
   let b: ServerProcess;
   let customerId: number;
-  const adminToken = "kpa_policy_" + randomBytes(24).toString("hex");
-  const masterKey = randomBytes(32).toString("hex");
-
-  const start = async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), "keyplane-policy-"));
-    dataDirs.push(dataDir);
-    const p = await startServerProcess({ DATABASE_URL: database.url, KEYPLANE_MASTER_KEY: masterKey, KEYPLANE_ADMIN_TOKEN: adminToken, KEYPLANE_DATA_DIR: dataDir });
-    processes.push(p);
-    return p;
-  };
   const post = async (p: ServerProcess, path: string, token: string, body: object) => {
     const res = await fetch(p.url + path, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
     return { status: res.status, body: (await res.json()) as { id: number; keyId: string } };
@@ -57,7 +43,7 @@ describe.skipIf(!hasPostgres)(`key policy across keyplane processes on one Postg
   /** A new key of the customer, and its holder. */
   let keys = 0;
   const newKey = async () => {
-    const made = await post(a, "/admin/customers/acme/keys", adminToken, { name: `k${keys++}` });
+    const made = await post(a, "/admin/customers/acme/keys", set.adminToken, { name: `k${keys++}` });
     expect(made.status).toBe(200);
     return { token: made.body.keyId, holder: `key:${made.body.id}` as Holder };
   };
@@ -94,18 +80,18 @@ describe.skipIf(!hasPostgres)(`key policy across keyplane processes on one Postg
 
   beforeAll(async () => {
     database = await createPostgresDatabase();
-    [a, b] = await Promise.all([start(), start()]);
+    set = await startReplicas(database.url, ["a", "b"]);
+    [a, b] = set.replicas.map((r) => r.p) as [ServerProcess, ServerProcess];
     sql = new pg.Client({ connectionString: database.url });
     await sql.connect();
     db = { query: async <R extends Row>(text: string, params?: readonly unknown[]) => (await sql.query(text, params as unknown[])).rows as R[], exec: async (s) => void (await sql.query(s)) };
-    const customer = await post(a, "/admin/customers", adminToken, { name: "acme" });
+    const customer = await post(a, "/admin/customers", set.adminToken, { name: "acme" });
     customerId = customer.body.id;
   }, 60_000);
   afterAll(async () => {
-    await Promise.all(processes.filter((p) => p.child.signalCode === null).map((p) => p.stop()));
+    await set?.stop();
     await sql?.end();
     await database?.drop();
-    await Promise.all(dataDirs.map((d) => rm(d, { recursive: true, force: true })));
   });
 
   it("admits exactly 10 of 200 concurrent requests at a limit of 10, over both processes", async () => {
@@ -154,7 +140,7 @@ describe.skipIf(!hasPostgres)(`key policy across keyplane processes on one Postg
   });
 
   it("never lets the total pass a limit when a process is killed with leases in hand", async () => {
-    const c = await start();
+    const c = (await set.add("c")).p;
     const { token, holder } = await newKey();
     await setPolicy(db, holder, { ratelimits: [{ name: "calls", limit: 500, windowSeconds: LONG }] });
     await seenEverywhere(token, (v) => v.ratelimits !== undefined, [b, c]);
@@ -183,7 +169,7 @@ describe.skipIf(!hasPostgres)(`key policy across keyplane processes on one Postg
     const { token } = await newKey();
     const calls = (limit: number): Policy => ({ ratelimits: [{ name: "calls", limit, windowSeconds: LONG }] });
     const put = (policy: Policy) =>
-      fetch(`${a.url}/admin/customers/acme/policy`, { method: "PUT", headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" }, body: JSON.stringify(policy) });
+      fetch(`${a.url}/admin/customers/acme/policy`, { method: "PUT", headers: { authorization: `Bearer ${set.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(policy) });
     expect((await put(calls(1000))).status).toBe(200);
     await seenEverywhere(token, (v) => v.ratelimits?.[0]?.limit === 1000);
     expect((await verify(b, { key: token })).code).toBe("VALID");

@@ -1,7 +1,8 @@
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { customerObject, domainObject, keyObject } from "../../src/http/schemas.ts";
-import { CREDITS_CHANNEL } from "../../src/store/policies.ts";
+import { CREDITS_CHANNEL } from "../../src/store/policy/policies.ts";
+import { ok as expectOk, refused, type Answering } from "../support/answers.ts";
 import { fakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";
@@ -35,17 +36,7 @@ describe.each(backends())("key policy over HTTP on %s", (backend) => {
   });
   afterAll(() => svc?.stop());
 
-  const ok = async <T = Key>(request: PromiseLike<{ status: number; body: unknown }>, status = 200): Promise<T> => {
-    const res = await request;
-    expect(res.status, JSON.stringify(res.body)).toBe(status);
-    return res.body as T;
-  };
-  const refused = async (request: PromiseLike<{ status: number; body: unknown }>, status: number, error: string) => {
-    const res = await request;
-    expect(res.status, JSON.stringify(res.body)).toBe(status);
-    expect(res.body).toMatchObject({ status, error, message: expect.stringMatching(/\w/) });
-    return res.body as { message: string };
-  };
+  const ok: <T = Key>(request: Answering, status?: number) => Promise<T> = expectOk;
   /** PUT of the JSON body `null` (remove the policy), as `token` or the admin. */
   const putNull = (path: string, token = svc.adminToken) =>
     supertest(svc.app).put(path).set("Authorization", `Bearer ${token}`).set("Content-Type", "application/json").send("null");

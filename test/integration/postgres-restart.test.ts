@@ -5,16 +5,13 @@
 // (test/support/pg-cluster.ts); neither may exit, nor answer 500; meanwhile cached keys verify and the
 // rest answers 503 `unavailable`; every acknowledged write is in the database afterwards; and within a
 // second of the database's return every answer is as before, and revocation reaches the other process.
-import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreUnavailable } from "../../src/domain/errors.ts";
 import type { Database } from "../../src/store/database.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
 import { clusterUnavailable, startCluster, type PgCluster } from "../support/pg-cluster.ts";
-import { startServerProcess, type ServerProcess } from "../support/process.ts";
+import { describeNeeding } from "../support/needs.ts";
+import { answersWith, call, expectAlive, expectOnlyAllowed, hold, neverSeen, startReplicas, type Replica as Process, type ReplicaSet } from "../support/replicas.ts";
 import { captureLogger } from "../support/service.ts";
 import { startTraffic, statusesOf, type Traffic } from "../support/traffic.ts";
 
@@ -37,10 +34,6 @@ const IDLE_PAUSE_MS = 1_000;
 const END_IN_MS = 50;
 const HELD_MS = 250;
 
-const unavailable = clusterUnavailable();
-const CI = process.env.CI === "true";
-const skipReason = unavailable && !CI ? ` (skipped: ${unavailable})` : "";
-
 type Kind = "cached" | "verified" | "forwarded" | "unknown" | "list" | "provision1" | "provision2" | "provision3" | "put" | "delete";
 const KINDS: Kind[] = ["cached", "verified", "forwarded", "unknown", "list", "provision1", "provision2", "provision3", "put", "delete"];
 const WRITES: Kind[] = ["provision1", "provision2", "provision3", "put", "delete"];
@@ -51,35 +44,11 @@ const NORMAL: Record<Kind, number[]> = {
 };
 const CACHED: Kind[] = ["cached", "verified", "forwarded"];
 
-const neverSeen = () => `XI${randomBytes(16).toString("hex").toUpperCase()}`;
-/** How long a fault lasts is the scenario itself, not a wait for something to happen. */
-const hold = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface Answer {
-  status: number;
-  body: unknown;
-}
-
-async function call(url: string, method: string, path: string, token?: string, body?: object): Promise<Answer> {
-  try {
-    const res = await fetch(url + path, {
-      method,
-      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-type": "application/json" } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-      signal: AbortSignal.timeout(10_000),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
-  } catch {
-    return { status: 0, body: undefined }; // refused at the socket, or no answer: never allowed
-  }
-}
+/** Every answer allowed: the normal one or 503, a cached key always 200; nothing else, ever. */
+const ALLOWED = Object.fromEntries(KINDS.map((kind) => [kind, CACHED.includes(kind) ? NORMAL[kind] : [...NORMAL[kind], 503]])) as Record<Kind, number[]>;
 
 /** One keyplane process, what it was asked, and what it acknowledged. */
-interface Replica {
-  name: string;
-  p: ServerProcess;
-  exits: string[];
+interface Replica extends Process {
   /** Keys provisioned (answered 200/201), by id and name; deleted ones are left in too. */
   provisioned: { id: number; name: string }[];
   /** Provisioned keys not yet asked to be deleted. */
@@ -89,7 +58,7 @@ interface Replica {
   putTarget: number;
 }
 
-describe.skipIf(unavailable && !CI)(`keyplane survives PostgreSQL ending its sessions${skipReason}`, () => {
+describeNeeding(clusterUnavailable(), "keyplane survives PostgreSQL ending its sessions", () => {
   let cluster: PgCluster;
   beforeAll(async () => {
     cluster = await startCluster();
@@ -104,57 +73,25 @@ describe.skipIf(unavailable && !CI)(`keyplane survives PostgreSQL ending its ses
 
 function twoProcesses(clusterOf: () => PgCluster): void {
   let cluster: PgCluster;
-  const replicas: Replica[] = [];
-  const dataDirs: string[] = [];
-  const adminToken = "kpa_restart_" + randomBytes(24).toString("hex");
+  let set: ReplicaSet;
+  let replicas: Replica[] = [];
   let root = "";
   let cachedKey = "";
   let provisionCount = 0;
-  /** Answers whose body is not what their status promises (a 503 without the JSON error body, a 200 verdict not VALID). */
-  const wrong: string[] = [];
 
   beforeAll(async () => {
     cluster = clusterOf();
-    const masterKey = randomBytes(32).toString("hex");
-    const start = async (name: string): Promise<Replica> => {
-      const dataDir = await mkdtemp(join(tmpdir(), "keyplane-restart-"));
-      dataDirs.push(dataDir);
-      const p = await startServerProcess({
-        DATABASE_URL: cluster.url(),
-        KEYPLANE_MASTER_KEY: masterKey,
-        KEYPLANE_ADMIN_TOKEN: adminToken,
-        KEYPLANE_DATA_DIR: dataDir,
-        KEYPLANE_DATABASE_TIMEOUT_MS: String(TIMEOUT_MS),
-        // The unknown-token load fails from one address all along: no throttling in the way.
-        KEYPLANE_AUTH_FAILURES_PER_MINUTE: "1000000000",
-        // The forwarded load asks /auth as Envoy does, the original path after /auth.
-        KEYPLANE_AUTH_GATEWAY: "envoy",
-      });
-      const replica: Replica = { name, p, exits: [], provisioned: [], victims: [], deleted: [], renamed: [], putTarget: 0 };
-      p.child.once("exit", (code, signal) => replica.exits.push(`${name} exited (${code ?? signal})`));
-      return replica;
-    };
-    replicas.push(...(await Promise.all([start("A"), start("B")])));
-    const a = replicas[0]!.p.url;
-    expect((await call(a, "POST", "/admin/customers", adminToken, { name: "acme" })).status).toBe(201);
-    root = ((await call(a, "POST", "/admin/customers/acme/keys", adminToken, { name: "root" })).body as { keyId: string }).keyId;
+    // The forwarded load asks /auth as Envoy does, the original path after /auth.
+    set = await startReplicas(cluster.url(), ["A", "B"], { KEYPLANE_DATABASE_TIMEOUT_MS: String(TIMEOUT_MS), KEYPLANE_AUTH_GATEWAY: "envoy" });
+    replicas = set.replicas.map((r) => ({ ...r, provisioned: [], victims: [], deleted: [], renamed: [], putTarget: 0 }));
+    root = await set.customerWithRoot("acme");
     cachedKey = (await provision(replicas[0]!, "cached")).keyId;
     for (const r of replicas) r.putTarget = (await provision(r, `put-target-${r.name}`)).id;
     // Both processes have seen the cached key and the root key valid: they verify through an outage.
     for (const r of replicas) for (const token of [cachedKey, root]) expect((await call(r.p.url, "GET", "/keys/self", token)).status).toBe(200);
   }, 60_000);
 
-  afterAll(async () => {
-    // SIGTERM, as a process is stopped; SIGKILL if one has not stopped within 15 s.
-    await Promise.all(
-      replicas.map(async (r) => {
-        const kill = setTimeout(() => r.p.child.kill("SIGKILL"), 15_000);
-        await r.p.stop();
-        clearTimeout(kill);
-      }),
-    );
-    await Promise.all(dataDirs.map((dir) => rm(dir, { recursive: true, force: true })));
-  });
+  afterAll(() => set?.stop());
 
   async function provision(r: Replica, name: string): Promise<{ id: number; keyId: string }> {
     const made = await call(r.p.url, "POST", "/customers/self/keys", root, { name });
@@ -165,16 +102,9 @@ function twoProcesses(clusterOf: () => PgCluster): void {
   /** The twenty clients: ten on each process, each in a loop of its own. */
   function load(r: Replica): Traffic<Kind> {
     const url = r.p.url;
-    const checked = async (kind: Kind, answer: Promise<Answer>): Promise<Answer> => {
-      const a = await answer;
-      const body = a.body as { status?: unknown; error?: unknown; message?: unknown; code?: unknown } | undefined;
-      if (a.status === 503 && !(body?.status === 503 && body.error === "unavailable" && typeof body.message === "string")) wrong.push(`${r.name} ${kind}: 503 ${JSON.stringify(a.body)}`);
-      if (kind === "verified" && a.status === 200 && body?.code !== "VALID") wrong.push(`${r.name} verified: ${JSON.stringify(a.body)}`);
-      return a;
-    };
     const provisioning = async (kind: Kind) => {
       const name = `load-${r.name}-${provisionCount++}`;
-      const a = await checked(kind, call(url, "POST", "/customers/self/keys", root, { name }));
+      const a = await set.checked(`${r.name} ${kind}`, call(url, "POST", "/customers/self/keys", root, { name }));
       if (a.status === 200 || a.status === 201) {
         const id = (a.body as { id: number }).id;
         r.provisioned.push({ id, name });
@@ -184,24 +114,24 @@ function twoProcesses(clusterOf: () => PgCluster): void {
     };
     let renames = 0;
     return startTraffic<Kind>({
-      cached: () => checked("cached", call(url, "GET", "/keys/self", cachedKey)),
-      verified: () => checked("verified", call(url, "POST", "/verify", undefined, { key: cachedKey, path: "/calls", method: "GET" })),
-      forwarded: () => checked("forwarded", call(url, "GET", "/auth/calls", cachedKey)),
-      unknown: () => checked("unknown", call(url, "GET", "/keys/self", neverSeen())),
-      list: () => checked("list", call(url, "GET", "/customers/self/keys?limit=5", root)),
+      cached: () => set.checked(`${r.name} cached`, call(url, "GET", "/keys/self", cachedKey)),
+      verified: () => set.checked(`${r.name} verified`, call(url, "POST", "/verify", undefined, { key: cachedKey, path: "/calls", method: "GET" }), true),
+      forwarded: () => set.checked(`${r.name} forwarded`, call(url, "GET", "/auth/calls", cachedKey)),
+      unknown: () => set.checked(`${r.name} unknown`, call(url, "GET", "/keys/self", neverSeen())),
+      list: () => set.checked(`${r.name} list`, call(url, "GET", "/customers/self/keys?limit=5", root)),
       provision1: () => provisioning("provision1"),
       provision2: () => provisioning("provision2"),
       provision3: () => provisioning("provision3"),
       put: async () => {
         const name = `renamed-${r.name}-${renames++}`;
-        const a = await checked("put", call(url, "PUT", `/customers/self/keys/${r.putTarget}`, root, { name }));
+        const a = await set.checked(`${r.name} put`, call(url, "PUT", `/customers/self/keys/${r.putTarget}`, root, { name }));
         if (a.status === 200) r.renamed.push(name);
         return a;
       },
       delete: async () => {
         // With no key of its own to delete yet, a key that does not exist: 204 all the same, nothing written.
         const id = r.victims.shift() ?? 2_000_000_000;
-        const a = await checked("delete", call(url, "DELETE", `/customers/self/keys/${id}`, root));
+        const a = await set.checked(`${r.name} delete`, call(url, "DELETE", `/customers/self/keys/${id}`, root));
         if (a.status === 204 && id !== 2_000_000_000) r.deleted.push(id);
         return a;
       },
@@ -239,16 +169,10 @@ function twoProcesses(clusterOf: () => PgCluster): void {
   }
   const ms = (n: number) => (Number.isFinite(n) ? `${Math.round(n)} ms` : "none");
 
-  /** Every answer allowed: the normal one or 503, a cached key always 200; nothing else, ever. */
-  function expectOnlyAllowed(traffic: Traffic<Kind>[]): void {
-    for (const [i, t] of traffic.entries()) {
-      for (const kind of KINDS) {
-        const allowed = CACHED.includes(kind) ? NORMAL[kind] : [...NORMAL[kind], 503];
-        const seen = statusesOf(t.samples.filter((s) => s.what === kind));
-        expect(seen.filter((status) => !allowed.includes(status)), `${replicas[i]!.name} ${kind}: statuses ${seen}`).toEqual([]);
-      }
-    }
-    expect(wrong).toEqual([]);
+  /** Every answer allowed (ALLOWED), every body what its status promises. */
+  function expectOnlyAllowedAnswers(traffic: Traffic<Kind>[]): void {
+    expectOnlyAllowed(replicas, traffic, ALLOWED);
+    expect(set.wrong).toEqual([]);
   }
 
   /** During [from, to] the database was down: unknown tokens and writes 503 only, cached keys 200. */
@@ -261,14 +185,8 @@ function twoProcesses(clusterOf: () => PgCluster): void {
     }
   }
 
-  /** Neither process has exited (what each wrote last, if one did). */
-  function expectAlive(): void {
-    const exits = replicas.flatMap((r) => r.exits);
-    expect(exits, exits.length ? replicas.map((r) => `${r.name}: ${r.p.stdout().slice(-1_500)}`).join("\n") : "").toEqual([]);
-  }
-
   async function expectAliveAndWritesKept(): Promise<void> {
-    expectAlive();
+    expectAlive(replicas);
     for (const r of replicas) {
       const names = r.provisioned.map((k) => k.name);
       const present = await cluster.admin<{ name: string }>("SELECT name FROM api_keys WHERE name = ANY($1)", [names]);
@@ -280,17 +198,6 @@ function twoProcesses(clusterOf: () => PgCluster): void {
     }
   }
 
-  /** Polls GET /keys/self of `token` on `r` until it answers `status`: when it did. */
-  async function answersWith(r: Replica, token: string, status: number, limitMs = 5_000): Promise<number> {
-    const deadline = performance.now() + limitMs;
-    for (;;) {
-      const a = await call(r.p.url, "GET", "/keys/self", token);
-      if (a.status === status) return performance.now();
-      if (performance.now() > deadline) throw new Error(`${r.name} still answers ${a.status} for the key, not ${status}`);
-      await hold(5);
-    }
-  }
-
   /** Disables `key` through A (trying until A answers 200): how long until B refuses it, from A's answer. */
   async function revocationDelay(key: { id: number; keyId: string }): Promise<number> {
     const [a, b] = replicas as [Replica, Replica];
@@ -299,12 +206,12 @@ function twoProcesses(clusterOf: () => PgCluster): void {
       const put = await call(a.p.url, "PUT", `/customers/self/keys/${key.id}`, root, { active: false });
       disabledAt = performance.now();
       if (put.status === 200) break;
-      if (put.status === 0) expectAlive();
+      if (put.status === 0) expectAlive(replicas);
       expect(put.status, "disabling the key").toBe(503);
       if (tries > 500) throw new Error("A never took the change");
       await hold(5);
     }
-    return Math.max(0, (await answersWith(b, key.keyId, 401)) - disabledAt);
+    return Math.max(0, (await answersWith(b, key.keyId, 401, 5_000)) - disabledAt);
   }
 
   /** Resolves once `r` has logged `line` more than `before` times (its stdout so far). */
@@ -331,9 +238,9 @@ function twoProcesses(clusterOf: () => PgCluster): void {
 
   /** A key both processes have just seen valid, fresh in B's cache now that B listens again. */
   async function freshKeyOnBoth(name: string): Promise<{ id: number; keyId: string }> {
-    expectAlive();
+    expectAlive(replicas);
     const key = await provision(replicas[0]!, name);
-    for (const r of replicas) await answersWith(r, key.keyId, 200);
+    for (const r of replicas) await answersWith(r, key.keyId, 200, 5_000);
     return key;
   }
 
@@ -360,7 +267,7 @@ function twoProcesses(clusterOf: () => PgCluster): void {
       `[restart] down and up in ${ms(acceptingAt - restartAt)}; from the server's first accepted connection: last 503 at ${ms(back.last503)}, ` +
         `first write acknowledged at ${ms(back.firstWrite)}; ${retried() - retriedBefore} statements sent again; revocation on B after ${revoked.map(ms).join(", ")}`,
     );
-    expectOnlyAllowed(traffic);
+    expectOnlyAllowedAnswers(traffic);
     expect(traffic.flatMap((t) => t.between("unknown", restartAt, acceptingAt)).some((s) => s.status === 503), "the restart was seen").toBe(true);
     expect(back.last503).toBeLessThan(BACK_WITHIN_MS);
     await expectAliveAndWritesKept();
@@ -380,7 +287,7 @@ function twoProcesses(clusterOf: () => PgCluster): void {
       `[stop] down for ${ms(acceptingAt - stoppedAt)}; from the server's first accepted connection: last 503 at ${ms(back.last503)}, ` +
         `first write acknowledged at ${ms(back.firstWrite)}; ${retried() - retriedBefore} statements sent again; revocation on B after ${revoked.map(ms).join(", ")}`,
     );
-    expectOnlyAllowed(traffic);
+    expectOnlyAllowedAnswers(traffic);
     expectOutageAnswers(traffic, stoppedAt, refusedAt);
     expect(back.last503).toBeLessThan(BACK_WITHIN_MS);
     await expectAliveAndWritesKept();
@@ -419,7 +326,7 @@ function twoProcesses(clusterOf: () => PgCluster): void {
     );
     expect(caught["idle in transaction"], "a session ended between a transaction's statements").toBeGreaterThan(0);
     expect(every.filter((s) => s.applicationName === "keyplane-listen")).toHaveLength(2);
-    expectOnlyAllowed(traffic);
+    expectOnlyAllowedAnswers(traffic);
     expect(back.last503).toBeLessThan(BACK_WITHIN_MS);
     expect(revoked).toBeLessThan(BACK_WITHIN_MS);
     await expectAliveAndWritesKept();
@@ -447,8 +354,8 @@ function twoProcesses(clusterOf: () => PgCluster): void {
       );
       expect(pooled.length).toBeGreaterThan(0);
       expect(left, "the server ended the idle pooled sessions").toEqual([]);
-      expectOnlyAllowed(before);
-      expectOnlyAllowed(traffic);
+      expectOnlyAllowedAnswers(before);
+      expectOnlyAllowedAnswers(traffic);
       expect(traffic.flatMap((t) => t.samples.filter((s) => s.status === 503)), "no 503 after the pause").toEqual([]);
       await expectAliveAndWritesKept();
     } finally {

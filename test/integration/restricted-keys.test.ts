@@ -4,8 +4,9 @@
 // every route to more through them. Beside the attacks, what stays as it was for unrestricted keys.
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseTrustedProxies } from "../../src/http/client-address.ts";
+import { parseTrustedProxies } from "../../src/http/verification/client-address.ts";
 import { keyObject } from "../../src/http/schemas.ts";
+import { ok as expectOk, refused, type Answering } from "../support/answers.ts";
 import { fakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";
@@ -47,16 +48,7 @@ describe.each(backends())("restricted keys on %s", (backend) => {
       put: (path: string, body?: unknown) => auth(agent.put(path)).set("Content-Type", "application/json").send(JSON.stringify(body)),
     };
   };
-  const ok = async <T = Key>(request: PromiseLike<{ status: number; body: unknown }>, status = 200): Promise<T> => {
-    const res = await request;
-    expect(res.status, JSON.stringify(res.body)).toBe(status);
-    return res.body as T;
-  };
-  const refused = async (request: PromiseLike<{ status: number; body: unknown }>, status: number, error: string) => {
-    const res = await request;
-    expect(res.status, JSON.stringify(res.body)).toBe(status);
-    expect(res.body).toMatchObject({ status, error });
-  };
+  const ok: <T = Key>(request: Answering, status?: number) => Promise<T> = expectOk;
   const verify = async (key: string, ip = INSIDE): Promise<Verdict> => ok<Verdict>(supertest(svc.app).post("/verify").send({ key, ip }));
   const d = () => acme.domains[0];
 

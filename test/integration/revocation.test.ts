@@ -4,7 +4,7 @@ import { listen, type Listening } from "../../src/http/server.ts";
 import { backends, createPostgresDatabase } from "../support/databases.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
 import { captureLogger, startService, type TestService } from "../support/service.ts";
-import { createTenant, type Tenant } from "../support/world.ts";
+import { createTenant, useServed, type Tenant } from "../support/world.ts";
 
 // Revocation through the verification cache: a key disabled or deleted (itself, or by deleting
 // anything above it) fails on the same process for every request that starts after the change
@@ -45,25 +45,17 @@ function hammer(url: string, token: string, connections = 8) {
 
 
 describe.each(backends())("revocation on one process (%s)", (backend) => {
+  const served = useServed(backend);
   let svc: TestService;
-  let http: Listening;
+  let url: string;
   let acme: Tenant;
-
-  beforeAll(async () => {
-    svc = await startService(backend);
-    http = await listen(svc.app, 0, "127.0.0.1");
-    acme = await createTenant(svc, "acme");
-  });
-  afterAll(async () => {
-    await http.close(100);
-    await svc.stop();
-  });
+  beforeAll(() => ({ svc, url, acme } = served()));
 
   const root = () => svc.as(acme.keys.customer);
 
   /** Runs `change` under load on `token`; every request that started after it returned must get `expected`. */
   async function underLoad(token: string, change: () => Promise<unknown>, expected: number) {
-    const load = hammer(http.url, token);
+    const load = hammer(url, token);
     await load.answered(50);
     await change();
     const changedAt = performance.now();

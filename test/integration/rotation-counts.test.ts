@@ -3,6 +3,7 @@
 // a key limited to one request an hour would try to get a second.
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ok as expectOk, type Answering } from "../support/answers.ts";
 import { fakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";
@@ -19,11 +20,7 @@ describe.each(backends())("rotation continues counts on %s", (backend) => {
   let acme: Tenant;
   let root: ReturnType<TestService["as"]>;
 
-  const ok = async <T = Key>(request: PromiseLike<{ status: number; body: unknown }>): Promise<T> => {
-    const res = await request;
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body as T;
-  };
+  const ok: <T = Key>(request: Answering, status?: number) => Promise<T> = expectOk;
   const verify = (key: string) => ok<Verdict>(supertest(svc.app).post("/verify").send({ key }));
   const auth = (key: string) => supertest(svc.app).get("/auth").set("Authorization", `Bearer ${key}`).set("X-Original-Method", "GET").set("X-Original-URI", "/customers/acme/calls");
   const made = (name: string, policy: object) => ok(root.post("/keys", { name, policy }));

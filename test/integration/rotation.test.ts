@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { fakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";
-import { startPeer, startService, type TestService } from "../support/service.ts";
-import { createTenant, type Tenant } from "../support/world.ts";
+import type { TestService } from "../support/service.ts";
+import { useTwoProcesses, type Tenant, type TwoProcesses } from "../support/world.ts";
 
 // Rotation (docs/api.md, "Lifecycle"): a successor with a new token takes the key's name; the old key
 // works through its grace period, on every process, and not a second longer; a key is rotated once.
@@ -11,22 +11,9 @@ const SECOND = 1000;
 
 describe.each(backends())("rotation on %s", (backend) => {
   const time = fakeClock();
-  let svc: TestService;
-  let peer: TestService;
-  let acme: Tenant;
-  let root: ReturnType<TestService["as"]>;
-
-  beforeAll(async () => {
-    const jobs = { expirySweepMs: 3_600_000, lastUseFlushMs: 3_600_000 };
-    svc = await startService(backend, { clock: time.clock, ...jobs });
-    peer = await startPeer(svc, { clock: time.clock, ...jobs });
-    acme = await createTenant(svc, "acme");
-    root = svc.as(acme.keys.customer);
-  });
-  afterAll(async () => {
-    await peer?.stop();
-    await svc?.stop();
-  });
+  const processes = useTwoProcesses(backend, time);
+  let svc: TestService, peer: TestService, acme: Tenant, root: TwoProcesses["root"];
+  beforeAll(() => ({ svc, peer, acme, root } = processes()));
 
   const domainKeys = () => `/customers/acme/domains/${acme.domains[0]}/keys`;
   const provision = async (name: string, extra: object = {}) => {

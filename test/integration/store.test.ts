@@ -1,21 +1,21 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSealer } from "../../src/domain/seal.ts";
-import { newToken, tokenHash } from "../../src/domain/token.ts";
+import { newToken, tokenHash } from "../../src/domain/keys/token.ts";
 import { UniqueViolation } from "../../src/domain/errors.ts";
 import type { Database } from "../../src/store/database.ts";
 import {
   applicationInsert, customerInsert, domainInsert, entityDelete, entityFind, entityList, subscriberInsert, TABLES, userInsert,
-} from "../../src/store/directory.ts";
+} from "../../src/store/directory/directory.ts";
 import {
   keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyInsertUnlessExists as insertKey, keyListByScope, keyLockById, keyUpdate,
   type KeyInsert,
-} from "../../src/store/keys.ts";
-import { ADMIN } from "../../src/domain/key-event.ts";
+} from "../../src/store/keys/keys.ts";
+import { ADMIN } from "../../src/domain/keys/key-event.ts";
 import { loadMigrations, migrate, migrationsApplied } from "../../src/store/migrate.ts";
-import { KEYS_CHANNEL, parseKeyChange } from "../../src/store/key-changes.ts";
-import { DIRECTORY_CHANNEL } from "../../src/store/directory-changes.ts";
-import type { Scope } from "../../src/domain/scope.ts";
+import { KEYS_CHANNEL, parseKeyChange } from "../../src/store/keys/key-change.ts";
+import { DIRECTORY_CHANNEL } from "../../src/store/directory/directory-changes.ts";
+import type { Scope } from "../../src/domain/scope/scope.ts";
 import { backends, openTestDatabase, type TestDatabase } from "../support/databases.ts";
 import { captureLogger } from "../support/service.ts";
 

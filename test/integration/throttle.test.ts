@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseTrustedProxies } from "../../src/http/client-address.ts";
-import { usableKey } from "../../src/services/authenticate.ts";
-import { Throttled } from "../../src/services/throttle.ts";
+import { parseTrustedProxies } from "../../src/http/verification/client-address.ts";
+import { usableKey } from "../../src/services/verification/authenticate.ts";
+import { Throttled } from "../../src/services/verification/throttle.ts";
 import { backends, openTestDatabase, type TestDatabase } from "../support/databases.ts";
 import { captureLogger, startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WEBHOOKS_PER_SCOPE } from "../../src/domain/webhook.ts";
-import { webhookInsert, webhookNextId } from "../../src/store/webhooks.ts";
+import { WEBHOOKS_PER_SCOPE } from "../../src/domain/webhooks/webhook.ts";
+import { webhookInsert, webhookNextId } from "../../src/store/webhooks/webhooks.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { createTenant, type Tenant } from "../support/world.ts";

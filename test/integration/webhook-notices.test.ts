@@ -1,6 +1,6 @@
 import supertest from "supertest";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ExpiryNotices } from "../../src/services/webhook-notices.ts";
+import { ExpiryNotices } from "../../src/services/webhooks/webhook-notices.ts";
 import { fakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ATTEMPT_TIMEOUT_MS } from "../../src/domain/webhook-schedule.ts";
+import { ATTEMPT_TIMEOUT_MS } from "../../src/domain/webhooks/webhook-schedule.ts";
 import { backends, createPostgresDatabase } from "../support/databases.ts";
 import { startServerProcess, type ServerProcess } from "../support/process.ts";
 import { signatureValid, startReceiver, type Receiver } from "../support/webhook-receiver.ts";
@@ -13,7 +13,7 @@ import { signatureValid, startReceiver, type Receiver } from "../support/webhook
 // request loses nothing: once the attempt's lease ends, another process sends it again.
 const hasPostgres = backends().includes("postgres");
 const skipReason = hasPostgres ? "" : " (skipped: no PostgreSQL server; set KEYPLANE_TEST_PG_URL or run one on 127.0.0.1:5432)";
-/** An attempt's lease: the time-out and 5 s (src/services/webhook-sender.ts). */
+/** An attempt's lease: the time-out and 5 s (src/services/webhooks/webhook-sender.ts). */
 const LEASE_MS = ATTEMPT_TIMEOUT_MS + 5_000;
 interface Delivery { id: number; state: string; attempts: { status: number | null; error: string | null }[] }
 

@@ -1,7 +1,7 @@
 import { createServer } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { httpWebhookClient } from "../../src/services/webhook-client.ts";
-import { systemResolver } from "../../src/services/webhook-settings.ts";
+import { httpWebhookClient } from "../../src/services/webhooks/webhook-client.ts";
+import { systemResolver } from "../../src/services/webhooks/webhook-settings.ts";
 import { fakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { httpWebhookClient } from "../../src/services/webhook-client.ts";
-import { systemResolver, type Resolver } from "../../src/services/webhook-settings.ts";
+import { httpWebhookClient } from "../../src/services/webhooks/webhook-client.ts";
+import { systemResolver, type Resolver } from "../../src/services/webhooks/webhook-settings.ts";
 import { fakeClock } from "../support/clock.ts";
 import { startService, type TestService } from "../support/service.ts";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.ts";

@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BUSY_POLL_MS, YIELDING_BATCH } from "../../src/services/webhook-sender.ts";
+import { BUSY_POLL_MS, YIELDING_BATCH } from "../../src/services/webhooks/webhook-sender.ts";
 import { backends, openTestDatabase } from "../support/databases.ts";
 import { captureLogger, startService, type TestService } from "../support/service.ts";
 import { createTenant } from "../support/world.ts";

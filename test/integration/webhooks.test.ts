@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { sweepExpiries } from "../../src/services/expiry-sweep.ts";
-import { BUSY_POLL_MS, YIELDING_BATCH } from "../../src/services/webhook-sender.ts";
+import { sweepExpiries } from "../../src/services/keys/expiry-sweep.ts";
+import { BUSY_POLL_MS, YIELDING_BATCH } from "../../src/services/webhooks/webhook-sender.ts";
 import { fakeClock } from "../support/clock.ts";
 import { backends } from "../support/databases.ts";
 import { startService, type TestService } from "../support/service.ts";

@@ -1,6 +1,8 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { expect } from "vitest";
+import type { TestServiceOptions } from "./service.ts";
+import { useServed, type Served } from "./world.ts";
 
 // `keyplane <command>` as a user runs it: the real CLI in a process of its own, with PATH and the
 // environment it is given, nothing else.
@@ -36,4 +38,21 @@ export function expectCliFailure(run: CliRun, pattern: RegExp): void {
   expect(run.stdout).toBe("");
   expect(run.stderr.trim()).toMatch(pattern);
   expect(run.stderr.trim().split("\n")).toHaveLength(1);
+}
+
+export interface CliSuite {
+  /** The keyplane the command reaches (world.ts's useServed): valid from the suite's own beforeAll on. */
+  served(): Served;
+  /** `keyplane <command> ...args` against it, as acme's customer key unless `env` says otherwise. */
+  run(args: string[], env?: Record<string, string | undefined>, stdin?: string): Promise<CliRun>;
+  /** The same with `-o json`: what a run that succeeded printed, parsed (cliJson). */
+  json(args: string[], stdin?: string): ReturnType<typeof cliJson>;
+}
+
+/** Registers hooks that serve, for the enclosing suite, a keyplane with the tenant acme; returns how the suite runs `keyplane <command>` against it. */
+export function useCli(command: string, options: TestServiceOptions = {}): CliSuite {
+  const served = useServed("pglite", options);
+  const run = (args: string[], env: Record<string, string | undefined> = {}, stdin = "") =>
+    runCli([command, ...args], { KEYPLANE_URL: served().url, KEYPLANE_TOKEN: served().acme.keys.customer, ...env }, stdin);
+  return { served, run, json: async (args, stdin) => cliJson(await run([...args, "-o", "json"], {}, stdin)) };
 }

@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import type { Metrics } from "../../src/services/metrics.ts";
+import type { Metrics } from "../../src/services/operations/metrics.ts";
 import type { Tenant } from "./world.ts";
 
 // The scan the suites that send every kind of request end with (docs/operations.md, "Metrics"): no

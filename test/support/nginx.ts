@@ -2,10 +2,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { createServer, type IncomingHttpHeaders } from "node:http";
+import { createServer, type IncomingHttpHeaders, type RequestListener } from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { listen, type Listening } from "../../src/http/server.ts";
 
 // A real nginx (Debian's, with auth_request) for the gateway tests and the benchmark: started as a
 // child process, not a daemon, with its configuration, pid file and temporary files in a directory of
@@ -137,4 +138,41 @@ export async function startUpstream(): Promise<Upstream> {
     holdUntil: (count) => (holding = count),
     close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
   };
+}
+
+export interface Gateway {
+  /** keyplane, as nginx reaches it. */
+  keyplane: Listening;
+  upstream: Upstream;
+  nginx: Nginx;
+  stop(): Promise<void>;
+}
+
+/**
+ * The gateway tests' set-up: keyplane's `app` listening on 127.0.0.1, an upstream of the test's own,
+ * and nginx with the shipped configuration in front of the upstream, asking keyplane (auth_request).
+ */
+export async function startGateway(app: RequestListener): Promise<Gateway> {
+  const keyplane = await listen(app, 0, "127.0.0.1");
+  const upstream = await startUpstream();
+  const stopBoth = async () => {
+    await upstream.close();
+    await keyplane.close(0);
+  };
+  try {
+    const port = await freePort();
+    const nginx = await startNginx(await shippedConfig({ listen: port, keyplane: new URL(keyplane.url).host, api: upstream.address }), port);
+    return {
+      keyplane,
+      upstream,
+      nginx,
+      async stop() {
+        await nginx.stop();
+        await stopBoth();
+      },
+    };
+  } catch (error) {
+    await stopBoth();
+    throw error;
+  }
 }

@@ -63,6 +63,8 @@ export interface PatroniCluster {
   kill(node: PatroniNode): number;
   /** Starts a killed node's Patroni again: it rejoins as a replica. */
   start(node: PatroniNode): Promise<void>;
+  /** Tries a write of its own (PROBE_WRITE) on `node` every `everyMs` until it is taken: when. */
+  acceptsWrites(node: PatroniNode, everyMs: number): Promise<number>;
   /** A statement on `node` (the leader by default), as the superuser. */
   admin<R extends pg.QueryResultRow>(text: string, params?: unknown[], node?: PatroniNode): Promise<R[]>;
   /** The last lines of a node's Patroni log. */
@@ -101,6 +103,9 @@ function signal(pid: number | undefined, name: NodeJS.Signals): void {
 }
 
 const hold = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A write that tells when a node takes writes (the failover suite and bench/failover.ts): a row of a table made at the start. */
+export const PROBE_WRITE = "INSERT INTO failover_probe DEFAULT VALUES";
 
 function nodeConfig(o: { scope: string; name: string; dir: string; port: number; apiPort: number; etcdPort: number; promotable: boolean }): string {
   const q = JSON.stringify;
@@ -280,6 +285,16 @@ export async function startPatroni(): Promise<PatroniCluster> {
         // The killed postmaster's backends go once they notice; a new postmaster waits for none of them.
         startNode(node);
       },
+      async acceptsWrites(node, everyMs) {
+        for (;;) {
+          try {
+            await cluster.admin(PROBE_WRITE, [], node);
+            return performance.now();
+          } catch {
+            await hold(everyMs);
+          }
+        }
+      },
       async admin<R extends pg.QueryResultRow>(text: string, params: unknown[] = [], node?: PatroniNode): Promise<R[]> {
         const leader = (await members()).find((m) => m.role === "leader")?.name;
         const on = node ?? nodes.find((n) => n.name === leader);
@@ -304,6 +319,7 @@ export async function startPatroni(): Promise<PatroniCluster> {
         rmSync(dir, { recursive: true, force: true });
       },
     };
+    await cluster.admin("CREATE TABLE failover_probe (at timestamptz DEFAULT now())");
     return cluster;
   } catch (error) {
     killNow();

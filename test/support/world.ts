@@ -1,5 +1,9 @@
-import { expect } from "vitest";
-import type { TestService } from "./service.ts";
+import { afterAll, beforeAll } from "vitest";
+import { listen, type Listening } from "../../src/http/server.ts";
+import { ok } from "./answers.ts";
+import type { FakeClock } from "./clock.ts";
+import type { Backend } from "./databases.ts";
+import { startPeer, startService, type TestService, type TestServiceOptions } from "./service.ts";
 
 // The directory the isolation matrix and most HTTP suites work in: two customers, each with two
 // domains; in the first domain of each an application and a subscriber; a customer-level and a
@@ -20,12 +24,6 @@ export interface Tenant {
     customerUser: string;
     domainUser: string;
   };
-}
-
-async function ok<T>(request: PromiseLike<{ status: number; body: T }>, status: number): Promise<T> {
-  const res = await request;
-  expect(res.status, JSON.stringify(res.body)).toBe(status);
-  return res.body;
 }
 
 export async function createTenant(svc: TestService, name: string): Promise<Tenant> {
@@ -58,5 +56,71 @@ export async function createTenant(svc: TestService, name: string): Promise<Tena
       customerUser: cu.key.keyId,
       domainUser: du.key.keyId,
     },
+  };
+}
+
+export interface TwoProcesses {
+  svc: TestService;
+  /** Another keyplane on the same database (startPeer), as a second replica would be. */
+  peer: TestService;
+  acme: Tenant;
+  /** Requests as acme's customer key, to `svc`. */
+  root: ReturnType<TestService["as"]>;
+}
+
+/**
+ * Registers hooks that start, for the enclosing suite, two keyplanes on one database of `backend`, on
+ * `clock`, with their background jobs out of the way (a test that needs the expiry sweep or the flush
+ * of last use runs it by hand: they must not be what makes a key stop), and the tenant acme; and that
+ * stop them. Returns a getter valid from the suite's own beforeAll on.
+ */
+export function useTwoProcesses(backend: Backend, clock: FakeClock): () => TwoProcesses {
+  let world: Partial<Omit<TwoProcesses, "root">> = {};
+  beforeAll(async () => {
+    const jobs = { expirySweepMs: 3_600_000, lastUseFlushMs: 3_600_000 };
+    world.svc = await startService(backend, { clock: clock.clock, ...jobs });
+    world.peer = await startPeer(world.svc, { clock: clock.clock, ...jobs });
+    world.acme = await createTenant(world.svc, "acme");
+  });
+  afterAll(async () => {
+    await world.peer?.stop();
+    await world.svc?.stop();
+    world = {};
+  });
+  return () => {
+    const { svc, peer, acme } = world;
+    if (!svc || !peer || !acme) throw new Error("the two processes are not up: did beforeAll fail?");
+    return { svc, peer, acme, root: svc.as(acme.keys.customer) };
+  };
+}
+
+export interface Served {
+  svc: TestService;
+  acme: Tenant;
+  /** Where it listens, on a port of 127.0.0.1 of its own. */
+  url: string;
+}
+
+/**
+ * Registers hooks that start, for the enclosing suite, a keyplane on `backend` (with `options`) with
+ * the tenant acme, listening on 127.0.0.1 as `keyplane serve` does (src/http/server.ts), for clients
+ * that need a real socket; and that stop it. Returns a getter valid from the suite's own beforeAll on.
+ */
+export function useServed(backend: Backend, options: TestServiceOptions = {}): () => Served {
+  let svc: TestService | undefined;
+  let acme: Tenant | undefined;
+  let server: Listening | undefined;
+  beforeAll(async () => {
+    svc = await startService(backend, options);
+    server = await listen(svc.app, 0, "127.0.0.1");
+    acme = await createTenant(svc, "acme");
+  });
+  afterAll(async () => {
+    await server?.close(1_000);
+    await svc?.stop();
+  });
+  return () => {
+    if (!svc || !acme || !server) throw new Error("keyplane is not up: did beforeAll fail?");
+    return { svc, acme, url: server.url };
   };
 }

@@ -1,5 +1,7 @@
-// Usage analytics' rules (docs/analytics.md): what a verdict counts as, the buckets of a range, how long
-// each grain is kept. Pure: it may use nothing of keyplane's but other domain rules.
+// analytics/ of domain/: usage analytics' outcomes and buckets, the rules of a range, the retention's
+// form. It may use domain/'s top files.
+//
+// What a verdict counts as, and the buckets of an answer (docs/analytics.md).
 
 /** A verdict of /verify or /auth for a known key, as analytics counts it; the order of every counts array. */
 export const OUTCOMES = ["valid", "restricted", "rateLimited", "usageExceeded", "forbidden", "disabled", "expired"] as const;

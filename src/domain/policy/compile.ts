@@ -1,7 +1,7 @@
 import { integerProblem } from "./entries.ts";
 import { CREDITS_REMAINING, LEAK_POLICIES, REFILL_AMOUNT, REFILL_DAY, type Credits, type Parsed, type Policy } from "./policy.ts";
-import { compileRateLimits, type CompiledRateLimit } from "./ratelimits.ts";
-import { compileRestrictions, type CompiledRestrictions } from "./restrictions.ts";
+import { compileRateLimits, type CompiledRateLimit } from "./limits/ratelimits.ts";
+import { compileRestrictions, type CompiledRestrictions } from "./restrictions/restrictions.ts";
 
 // A policy checked and parsed once, when it is set or loaded, so that judging a request parses nothing.
 // A reason names the field at fault from the policy's root (`restrictions.ips[2]: ...`), for a 400.

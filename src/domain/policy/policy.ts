@@ -1,4 +1,7 @@
-import type { Level } from "../scope.ts";
+// policy/ of domain/: a policy and its compiled form (here), its restrictions (restrictions/: addresses,
+// referrers, methods, paths) and limits (limits/: rate-limit windows, credits, refills). It may use scope/.
+
+import type { Level } from "../scope/scope.ts";
 
 // A policy, on a key or on a directory entity (docs/api.md, "Key policy"): from where a key may be used
 // (restrictions), how fast (rate limits) and how much (credits), and what happens to a key reported
@@ -8,7 +11,7 @@ export interface Policy {
   restrictions?: Restrictions | undefined;
   ratelimits?: readonly RateLimit[] | undefined;
   credits?: Credits | undefined;
-  /** What a leak report does to a live key: the nearest one set binds, not the strictest (domain/leak-policy.ts). */
+  /** What a leak report does to a live key: the nearest one set binds, not the strictest (domain/leaks/leak-policy.ts). */
   leakPolicy?: LeakPolicy | undefined;
 }
 

@@ -1,23 +1,29 @@
+// analytics/ of http/: the analytics endpoints (docs/api.md, "Analytics"): a key's history on every key
+// base, its caller's scope at /analytics, the platform's at /admin/analytics. It may use domain/, http/'s
+// top files, services/ (analytics, keys, directory, verification's needs) and http/keys/ (bases, scope).
+
 import type { Request } from "express";
 import { badRequest } from "../../domain/errors.ts";
 import type { Bucket } from "../../domain/analytics/usage.ts";
-import type { Context } from "../../services/context.ts";
-import { getCustomer, getDomain } from "../../services/directory.ts";
-import { findKey, keyNotFound } from "../../services/keys.ts";
+import { getCustomer, getDomain } from "../../services/directory/directory.ts";
+import type { DirectoryNeeds } from "../../services/directory/needs.ts";
+import { findKey, keyNotFound } from "../../services/keys/keys.ts";
+import type { KeysNeeds } from "../../services/keys/needs.ts";
+import type { VerificationNeeds } from "../../services/verification/needs.ts";
 import { keyAnalytics, scopeAnalytics, type AnalyticsNeedsToRead, type KeyAnalytics } from "../../services/analytics/usage-reads.ts";
-import { aliases, BASES, nounOf } from "../key-bases.ts";
-import { authorizedScope, callerReach, keyRef } from "../key-scope.ts";
+import { aliases, BASES, nounOf } from "../keys/key-bases.ts";
+import { authorizedScope, callerReach, keyRef } from "../keys/key-scope.ts";
 import { route, type Route } from "../route.ts";
 import { adminAnalyticsQuery, analyticsObject, analyticsQuery, scopeAnalyticsObject, scopeAnalyticsQuery } from "./analytics-schema.ts";
 
-// The analytics endpoints (docs/api.md, "Analytics"): a key's history on every key base, its caller's
-// scope at /analytics, the platform's at /admin/analytics. May use services/ (analytics, keys,
-// directory) and the key paths' scope rules of http/.
+
+/** What the routes read with: the analytics room's, a key found as the key paths find it, the admin's narrowing named. */
+type RoutesNeeds = KeysNeeds & DirectoryNeeds & Pick<VerificationNeeds, "db" | "pathScopes">;
 
 const bucketJson = (b: Bucket) => ({ ...b, start: b.start.toISOString() });
 const rangeJson = (a: KeyAnalytics) => ({ interval: a.interval, from: a.from.toISOString(), to: a.to.toISOString(), buckets: a.buckets.map(bucketJson) });
 
-export function analyticsRoutes(ctx: Context, needs: AnalyticsNeedsToRead): Route[] {
+export function analyticsRoutes(ctx: RoutesNeeds, needs: AnalyticsNeedsToRead): Route[] {
   return [
     ...BASES.flatMap(({ path, tag }) => aliases(keyAnalyticsRoute(ctx, needs, path, tag))),
     route({
@@ -48,7 +54,7 @@ export function analyticsRoutes(ctx: Context, needs: AnalyticsNeedsToRead): Rout
 }
 
 /** GET {base}/{key-id}/analytics: whoever may get the key reads its history; a deleted key's is 404, as the key is. */
-function keyAnalyticsRoute(ctx: Context, needs: AnalyticsNeedsToRead, base: string, tag: string): Route {
+function keyAnalyticsRoute(ctx: RoutesNeeds, needs: AnalyticsNeedsToRead, base: string, tag: string): Route {
   return route({
     method: "get", path: `${base}/:keyId/analytics`, operationId: `get${nounOf(base)}KeyAnalytics`, tag, auth: "key", query: analyticsQuery, refusals: ["not_found"],
     summary: "A key's verdicts by outcome over time, and the credits they spent; a rotated key's history goes on under its new key",

@@ -1,9 +1,9 @@
 import { badRequest } from "../../domain/errors.ts";
 import { filledBuckets, rangeOf, type Range, type RangeQuery } from "../../domain/analytics/range.ts";
 import type { Bucket } from "../../domain/analytics/usage.ts";
-import type { Lineage } from "../../domain/lineage.ts";
+import type { Lineage } from "../../domain/keys/lineage.ts";
 import { usageListByLineage, usageListByScope, usageTopByScope, type TopKey, type UsageWhere } from "../../store/analytics/usage-reads.ts";
-import type { AnalyticsNeeds } from "./analytics.ts";
+import type { AnalyticsNeeds } from "./needs.ts";
 
 // Reading usage analytics (docs/api.md, "Analytics"): one key's buckets, under its lineage so that a
 // rotated key's history goes on; a scope's buckets summed over every key it may manage, deleted and

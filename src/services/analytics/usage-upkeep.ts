@@ -1,6 +1,6 @@
 import { INTERVALS } from "../../domain/analytics/usage.ts";
 import { partitionsBetween, usagePartitionCreate, usagePartitionDrop, usagePartitionList } from "../../store/analytics/partitions.ts";
-import type { AnalyticsNeeds } from "./analytics.ts";
+import type { AnalyticsNeeds } from "./needs.ts";
 
 // The analytics tables' upkeep (docs/analytics.md, "Retention"), run at start and every hour by every
 // process: the partitions of now and of the next day made ahead, so that writes find them; partitions

@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import { INTERVALS, type Interval } from "../../domain/analytics/usage.ts";
 import { partitionsBetween, usagePartitionCreate } from "../../store/analytics/partitions.ts";
 import { usageRecord, type UsageBatch } from "../../store/analytics/usage-writes.ts";
-import type { AnalyticsNeeds } from "./analytics.ts";
+import type { AnalyticsNeeds } from "./needs.ts";
 import type { UsageCounter } from "./usage-counter.ts";
 
 // The writer of a process's counts (docs/analytics.md, "Writing"): every write is one statement, however

@@ -1,7 +1,7 @@
 import { OUTCOMES, type Bucket, type Interval, type Outcome } from "../../domain/analytics/usage.ts";
-import type { Scope } from "../../domain/scope.ts";
+import type { Scope } from "../../domain/scope/scope.ts";
 import type { Queryable, Row } from "../database.ts";
-import { insideScope, withinLineage } from "../scope-sql.ts";
+import { insideScope, withinLineage } from "../directory/scope-sql.ts";
 import { COUNT_COLUMNS, tableOf } from "./usage-writes.ts";
 
 // Reading usage analytics: one key's buckets (by its lineage), a scope's summed buckets, and its keys

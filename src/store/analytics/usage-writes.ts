@@ -1,9 +1,10 @@
+// analytics/ of store/: usage analytics in the database (migrations/0009_usage_analytics.sql,
+// docs/analytics.md): one statement writes a process's counts to the minutes, hours and days at once;
+// partitions are made ahead and dropped whole (partitions.ts); reads sum buckets (usage-reads.ts). It
+// may use domain/, store/'s top files (the connection) and directory/ (the SQL of "inside a scope").
+
 import type { Interval } from "../../domain/analytics/usage.ts";
 import type { Queryable } from "../database.ts";
-
-// Usage analytics in the database (migrations/0009_usage_analytics.sql, docs/analytics.md): one statement
-// writes a process's counts to the minutes, hours and days at once; partitions are made ahead and
-// dropped whole (partitions.ts); reads sum buckets (usage-reads.ts). May use domain/ only.
 
 /** What a process counted since its last write, column by column: one row per key-minute. */
 export interface UsageBatch {

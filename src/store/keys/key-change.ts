@@ -1,0 +1,22 @@
+// The database announces every change to a key's active, deleted_at or name on this channel, whoever
+// made it (the trigger api_keys_changed, migrations/0001_init.sql). This module owns that payload; key-changes.ts listens for it.
+export const KEYS_CHANNEL = "keyplane_keys";
+
+export interface KeyChange {
+  id: number;
+  /** The token's hash, hex. */
+  hash: string;
+  /** "namespace/name" of the ApiKey that manages the key, if any. */
+  managedBy: string | null;
+}
+
+/** The change a payload announces; undefined for one not of this form. */
+export function parseKeyChange(payload: string): KeyChange | undefined {
+  try {
+    const p = JSON.parse(payload) as Partial<KeyChange>;
+    if (typeof p.id !== "number" || typeof p.hash !== "string") return undefined;
+    return { id: p.id, hash: p.hash, managedBy: typeof p.managedBy === "string" ? p.managedBy : null };
+  } catch {
+    return undefined;
+  }
+}

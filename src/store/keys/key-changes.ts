@@ -1,0 +1,30 @@
+import type { ChannelHandlers, Database, ListenState } from "../database.ts";
+import { keyCatchUp } from "./key-catch-up.ts";
+import { KEYS_CHANNEL, parseKeyChange, type KeyChange } from "./key-change.ts";
+
+/** The keys channel's handler: `onChange` for each announced change, `onUnreadable` for a payload it cannot read. */
+export function keyChannel(onChange: (change: KeyChange) => void, onUnreadable: () => void): ChannelHandlers {
+  return {
+    [KEYS_CHANNEL]: (payload) => {
+      const change = parseKeyChange(payload);
+      if (change) onChange(change);
+      else onUnreadable();
+    },
+  };
+}
+
+/**
+ * Calls `onChange` for each announced change, and for each change the key event log shows that the
+ * announcements missed (key-catch-up.ts); `onUnreadable` for a payload it cannot read, or when the log
+ * cannot tell what was missed (by default: as if every announcement had been missed); and `onReset`
+ * when announcements may be missed ("lost") and when they are heard again ("restored"). Resolves to
+ * what stops listening.
+ */
+export function listenForKeyChanges(
+  db: Database,
+  onChange: (change: KeyChange) => void,
+  onReset: (state: ListenState) => void,
+  onUnreadable: () => void = () => onReset("restored"),
+): Promise<() => Promise<void>> {
+  return db.listen(keyChannel(onChange, onUnreadable), onReset, keyCatchUp(onChange, onUnreadable));
+}
