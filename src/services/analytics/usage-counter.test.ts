@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { OUTCOME_INDEX } from "../../domain/analytics/usage.ts";
-import { UsageCounter } from "./usage-counter.ts";
+import { MAX_WAITING, UsageCounter } from "./usage-counter.ts";
 
 const MINUTE = 60_000;
 const at = (minute: number, second = 0) => minute * MINUTE + second * 1000;
@@ -44,5 +44,20 @@ describe("UsageCounter", () => {
     expect(next.lineages).toEqual([1, 1]);
     expect(next.counts[OUTCOME_INDEX.valid]).toEqual([1, 1]);
     expect(next.counts.at(-1)).toEqual([4, 1]);
+  });
+
+  it("keeps at most MAX_WAITING key-minutes while writes fail, losing the oldest minutes first", () => {
+    let now = at(0);
+    const counter = new UsageCounter(() => now);
+    const keys = MAX_WAITING / 4;
+    for (let minute = 0; minute < 6; minute++) {
+      now = at(minute);
+      for (let k = 0; k < keys; k++) counter.count(k, OUTCOME_INDEX.valid, 0);
+      // The fifth minute given back is one minute over: the first minute goes.
+      if (minute < 5) expect(counter.giveBack(counter.take()!)).toBe(minute === 4 ? keys : 0);
+    }
+    expect(counter.pending).toBe(MAX_WAITING + keys);
+    const batch = counter.take()!;
+    expect(new Set(batch.minutes)).toEqual(new Set([1, 2, 3, 4, 5]));
   });
 });

@@ -7,6 +7,12 @@ import type { UsageBatch } from "../../store/analytics/usage-writes.ts";
 
 const SLOTS = CREDITS_INDEX + 1;
 const MINUTE_MS = 60_000;
+/**
+ * How many key-minutes may wait while writes fail (some 150 bytes each: docs/scaling.md, "Memory"):
+ * past it, a batch given back loses its oldest minutes, so that a long database outage cannot exhaust
+ * the heap. Writes that succeed never come near it: they take what 10 s counted.
+ */
+export const MAX_WAITING = 200_000;
 
 type Minute = { minute: number; counts: Map<number, number[]> };
 
@@ -63,8 +69,8 @@ export class UsageCounter {
     return batch;
   }
 
-  /** A batch whose write failed, counted again, to be written with the next. */
-  giveBack(batch: UsageBatch): void {
+  /** A batch whose write failed, counted again, to be written with the next; returns how many of its key-minutes were dropped over MAX_WAITING, oldest first. */
+  giveBack(batch: UsageBatch): number {
     const given = new Map<number, Map<number, number[]>>();
     batch.lineages.forEach((lineage, row) => {
       const minute = batch.minutes[row]!;
@@ -72,6 +78,9 @@ export class UsageCounter {
       if (counts === undefined) given.set(minute, (counts = new Map()));
       counts.set(lineage, batch.counts.map((column) => column[row]!));
     });
-    this.#closed.unshift(...[...given].map(([minute, counts]) => ({ minute, counts })));
+    this.#closed.unshift(...[...given].sort(([a], [b]) => a - b).map(([minute, counts]) => ({ minute, counts })));
+    let dropped = 0;
+    while (this.pending > MAX_WAITING && this.#closed.length > 0) dropped += this.#closed.shift()!.counts.size;
+    return dropped;
   }
 }

@@ -45,9 +45,9 @@ export class UsageWriter {
       await this.#partitionsFor(batch, cutoffs);
       await usageRecord(this.#needs.db, batch, { minute: cutoffs.minute / 1000, hour: cutoffs.hour / 1000, day: cutoffs.day / 1000 });
     } catch (error) {
-      this.#counter.giveBack(batch);
+      const dropped = this.#counter.giveBack(batch);
       this.#metrics?.failures.inc();
-      this.#needs.log.warn({ err: error, rows: batch.lineages.length }, "could not write usage analytics; will retry");
+      this.#needs.log.warn({ err: error, rows: batch.lineages.length, dropped }, "could not write usage analytics; will retry");
       return;
     }
     this.#metrics?.rows.inc(batch.lineages.length);
