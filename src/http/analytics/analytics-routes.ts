@@ -16,8 +16,7 @@ import { authorizedScope, callerReach, keyRef } from "../keys/key-scope.ts";
 import { route, type Route } from "../route.ts";
 import { adminAnalyticsQuery, analyticsObject, analyticsQuery, scopeAnalyticsObject, scopeAnalyticsQuery } from "./analytics-schema.ts";
 
-
-/** What the routes read with: the analytics room's, a key found as the key paths find it, the admin's narrowing named. */
+/** What the routes load with besides the analytics room's reads: a key found as the key paths find it, the admin's narrowing named. */
 type RoutesNeeds = KeysNeeds & DirectoryNeeds & Pick<VerificationNeeds, "db" | "pathScopes">;
 
 const bucketJson = (b: Bucket) => ({ ...b, start: b.start.toISOString() });
