@@ -215,3 +215,19 @@ describe.each(backends())("usage analytics on %s", (backend) => {
     expect(body).toMatchObject({ status: 400, error: "bad_request" });
   });
 });
+
+describe("usage analytics turned off (KEYPLANE_ANALYTICS=off)", () => {
+  it("counts nothing, and still answers what was written", async () => {
+    const svc = await startService("pglite", { analytics: { counting: false } });
+    try {
+      await svc.admin.post("/admin/customers", { name: "acme" }).expect(201);
+      const key = (await svc.admin.post("/admin/customers/acme/keys", { name: "root" }).expect(200)).body as Key;
+      await supertest(svc.app).post("/verify").send({ key: key.keyId }).expect(200);
+      await svc.analytics.write();
+      const answer = (await svc.as(key.keyId).get("/keys/self/analytics").expect(200)).body as Answer;
+      expect(sum(answer.buckets.map(countsOf))).toEqual(zeros());
+    } finally {
+      await svc.stop();
+    }
+  });
+});
