@@ -82,13 +82,17 @@ export interface KeyplaneEnv {
   dataDir: string;
 }
 
+const START = (JSON.parse(readFileSync(`${REPO}package.json`, "utf8")) as { scripts: { start: string } }).scripts.start.split(" ");
 /** The node flags `npm start` runs keyplane with (docs/adr/0011-young-generation.md): it is measured as it is run. */
-const START_FLAGS = (JSON.parse(readFileSync(`${REPO}package.json`, "utf8")) as { scripts: { start: string } }).scripts.start.split(" ").filter((word) => word.startsWith("--"));
+const START_FLAGS = START.filter((word) => word.startsWith("--"));
+/** The environment `npm start` gives node, its `NAME=value` words before `node` (MALLOC_ARENA_MAX: docs/scaling.md, "Memory"). */
+const START_ENV = Object.fromEntries(START.slice(0, START.indexOf("node")).map((word) => word.split("=")));
 
 export async function startKeyplane(name: string, env: KeyplaneEnv, nodeArgs: string[] = [], moreEnv: Record<string, string> = {}): Promise<Server> {
   const port = await freePort();
   const { child, output } = start(name, [...START_FLAGS, ...nodeArgs, "src/cli/main.ts", "serve"], {
     ...process.env,
+    ...START_ENV,
     DATABASE_URL: env.databaseUrl,
     KEYPLANE_MASTER_KEY: env.masterKey,
     KEYPLANE_ADMIN_TOKEN: env.adminToken,

@@ -4,7 +4,7 @@ import { deploymentMemoryLimit, soak } from "./soak.ts";
 // `npm run bench:soak` for 20 s instead of ten minutes, after a fiftieth of its fill, so that it cannot
 // rot: every kind of request answered, no 500, no connection refused and no 429 (throttling would turn
 // the never-seen tokens away before the key cache), memory sampled, every figure a number. Its targets (the
-// peak within 75% of the deployment's limit, flat over the second half) are for ten minutes and are
+// peak within 65% of the deployment's limit, flat over the second half) are for ten minutes and are
 // not asserted here: a shared machine's 20 s say little of them (bench/README.md, "Soak").
 it("runs every kind of request against one keyplane and samples its memory", { timeout: 90_000 }, async (ctx) => {
   const server = inject("postgresUrl");
@@ -16,5 +16,7 @@ it("runs every kind of request against one keyplane and samples its memory", { t
   expect(result.memory.afterFill.keyCacheEntries).toBeGreaterThanOrEqual(result.fill.keys + result.fill.unknownTokens);
   expect(result.samplesMiB.length).toBeGreaterThan(10);
   for (const n of [result.peakMiB, result.peakShare, result.secondHalf.firstMiB, result.secondHalf.maxMiB, result.secondHalf.risePercent]) expect(Number.isFinite(n)).toBe(true);
+  for (const half of [result.halves.first, result.halves.second]) for (const n of Object.values(half)) expect(Number.isFinite(n)).toBe(true);
+  expect(result.halves.first.webhookHeapMiB).toBeGreaterThan(0); // keyplane serve sends webhooks from a thread of its own
   expect(result.limitMiB).toBe(deploymentMemoryLimit() / 2 ** 20);
 });

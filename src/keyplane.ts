@@ -138,7 +138,7 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
     githubKeys: new GithubKeys({ url: options.leaks?.githubKeysUrl ?? GITHUB_KEYS_URL, clock, log, fetch: options.leaks?.fetch }), webhooks };
   if (options.metrics) {
     ctx.metrics = new Metrics({ keyCache: () => keyCache.stats(), databaseUp: () => isReady(ctx), meter: () => meter.stats(),
-      webhookQueue: () => webhookQueue({ db, clock }) });
+      webhookQueue: () => webhookQueue({ db, clock }), webhookHeap: async () => (await sender.heapBytes?.()) ?? 0 });
   }
   const analytics: AnalyticsNeeds = { db, clock, log, retention: options.analytics?.retention ?? parseRetention(DEFAULT_RETENTION), registry: ctx.metrics?.registry };
   if (options.analytics?.counting !== false) ctx.analytics = new UsageCounter(options.clock ? () => clock().getTime() : Date.now);

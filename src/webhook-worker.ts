@@ -43,6 +43,8 @@ export interface Sender {
   /** Makes every attempt due now and waits for their outcomes. */
   drain(): Promise<void>;
   close(): Promise<void>;
+  /** The sender thread's V8 heap, committed, in bytes: absent where the sender shares the serving thread's heap. */
+  heapBytes?(): Promise<number>;
 }
 
 type ToWorker = { type: "drain" | "close"; id: number } | { type: "load"; busy: boolean };
@@ -113,6 +115,7 @@ export async function startWebhookWorker(setup: WebhookWorkerSetup, log: Logger,
   };
   return {
     drain: () => ask("drain"),
+    heapBytes: async () => (worker ? (await worker.getHeapStatistics()).total_heap_size : 0),
     async close() {
       closing = true;
       clearInterval(sampling);

@@ -40,6 +40,7 @@ const EXPECTED: [string, string, string[]][] = [
   ["keyplane_webhook_deliveries_total", "counter", ["result"]],
   ["keyplane_webhook_queue_depth", "gauge", []],
   ["keyplane_webhook_oldest_pending_seconds", "gauge", []],
+  ["keyplane_webhook_thread_heap_bytes", "gauge", []],
   ["keyplane_analytics_rows_written_total", "counter", []],
   ["keyplane_analytics_write_duration_seconds", "histogram", []],
   ["keyplane_analytics_write_failures_total", "counter", []],

@@ -89,4 +89,10 @@ describe.skipIf(!hasPostgres)("the webhook worker on PostgreSQL", () => {
 
     await waitForReceived(KEYS, 20_000);
   });
+
+  it("tells the size of its thread's own heap, which the serving thread's figures leave out", async () => {
+    const bytes = await svc.webhooks.heapBytes!();
+    expect(bytes).toBeGreaterThan(2 ** 20);
+    expect(bytes).toBeLessThan(112 * 2 ** 20); // its bound: 96 MiB of old generation and 16 of young
+  });
 });

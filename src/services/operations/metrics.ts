@@ -32,6 +32,8 @@ export interface MetricsSources {
   meter?(): MeterStats;
   /** The webhook outbox: deliveries pending, and how long the oldest has waited (absent: every figure 0). */
   webhookQueue?(): Promise<{ pending: number; oldestSeconds: number }>;
+  /** The webhook sender thread's heap, bytes (absent: the sender runs on the serving thread, 0). */
+  webhookHeap?(): Promise<number>;
 }
 
 type Inc = { inc(n?: number): void };
@@ -122,6 +124,9 @@ export class Metrics {
     };
     new Gauge({ name: "keyplane_webhook_queue_depth", help: "Webhook deliveries not yet delivered nor failed, on every process", registers,
       async collect() { this.set((await first()).pending); } });
+    // Its own isolate: prom-client's nodejs_heap_* read the serving thread's alone (docs/scaling.md, "Memory").
+    new Gauge({ name: "keyplane_webhook_thread_heap_bytes", help: "The V8 heap of the thread that sends webhooks, committed; 0 when the sender runs on the serving thread", registers,
+      async collect() { this.set((await sources.webhookHeap?.()) ?? 0); } });
     new Gauge({ name: "keyplane_webhook_oldest_pending_seconds", help: "Age of the oldest webhook delivery not yet delivered nor failed; 0 when none is", registers,
       async collect() { this.set((await second()).oldestSeconds); } });
   }

@@ -14,9 +14,19 @@ export const LAST_USE_FLUSH_MS = 60_000;
  * (docs/scaling.md, "Memory").
  */
 export const LAST_USE_MAX_PENDING = 50_000;
+/**
+ * How many keys' uses are kept while the database cannot take them (a flush failed): past it, further
+ * uses are not recorded until it can, so an outage under a mix of many distinct keys cannot grow the
+ * map without end (docs/scaling.md, "Memory"). What is lost is only how late those keys' lastUsedAt lag.
+ */
+export const LAST_USE_MAX_KEPT = 2 * LAST_USE_MAX_PENDING;
 
 interface Use {
-  hash: Buffer;
+  /**
+   * The key's token hash, hex: a string, not the key's Buffer, which may be a slice of a shared 8 KiB
+   * slab (a key the cache did not keep) and would hold the whole slab for up to the flush interval.
+   */
+  hashHex: string;
   at: Date;
 }
 
@@ -37,7 +47,8 @@ export class LastUse {
   record(key: StoredKey, at: Date): void {
     const use = this.#pending.get(key.id);
     if (use === undefined) {
-      this.#pending.set(key.id, { hash: key.hash, at });
+      if (this.#pending.size >= LAST_USE_MAX_KEPT) return;
+      this.#pending.set(key.id, { hashHex: key.hash.toString("hex"), at });
       if (this.#pending.size >= LAST_USE_MAX_PENDING) void this.flush();
     }
     // Compared as numbers: < on two Dates looks up how to make numbers of them, on every request.
@@ -62,12 +73,17 @@ export class LastUse {
     try {
       await keyRecordLastUse(this.#db, [...batch.keys()], [...batch.values()].map((u) => u.at));
     } catch (error) {
-      // Kept for the next flush (unless a later use came in meanwhile): a database outage loses nothing.
-      for (const [id, use] of batch) if (!this.#pending.has(id)) this.#pending.set(id, use);
-      this.#log.warn({ err: error, keys: batch.size }, "could not record when keys were last used; will retry");
+      // Kept for the next flush (unless a later use came in meanwhile), up to LAST_USE_MAX_KEPT keys.
+      let dropped = 0;
+      for (const [id, use] of batch) {
+        if (this.#pending.has(id)) continue;
+        if (this.#pending.size < LAST_USE_MAX_KEPT) this.#pending.set(id, use);
+        else dropped++;
+      }
+      this.#log.warn({ err: error, keys: batch.size, dropped }, "could not record when keys were last used; will retry");
       return;
     }
     // The cached copies show the lastUsedAt they were read with: this process's answers catch up.
-    for (const use of batch.values()) this.#keyCache.noteLastUse(use.hash.toString("hex"), use.at);
+    for (const use of batch.values()) this.#keyCache.noteLastUse(use.hashHex, use.at);
   }
 }

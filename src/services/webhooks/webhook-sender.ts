@@ -77,7 +77,11 @@ export class WebhookSender {
   /** Until when, on the clock, this sender last recorded that it is busy. */
   #busyRecorded = -Infinity;
   #busyClaimed = -Infinity;
-  readonly #keys = new Map<number, { sealed: Buffer; key: KeyObject }>();
+  /**
+   * Each webhook's signing key, with its sealed secret as hex: the row's Buffer is a slice of a shared
+   * 8 KiB slab, which it would hold for as long as the webhook is kept (docs/scaling.md, "Memory").
+   */
+  readonly #keys = new Map<number, { sealedHex: string; key: KeyObject }>();
 
   constructor(options: WebhookSenderOptions) {
     this.#o = { concurrency: 32, pollMs: 5_000, leaseMs: ATTEMPT_TIMEOUT_MS + 5_000, random: Math.random, yieldTo: () => false, ...options };
@@ -208,11 +212,12 @@ export class WebhookSender {
 
   /** The signing key of a delivery's webhook, opened once per webhook and secret. */
   #key(d: ClaimedDelivery): KeyObject {
+    const sealedHex = d.secretSealed.toString("hex");
     const kept = this.#keys.get(d.webhookId);
-    if (kept?.sealed.equals(d.secretSealed)) return kept.key;
+    if (kept?.sealedHex === sealedHex) return kept.key;
     if (this.#keys.size > 10_000) this.#keys.clear();
     const key = secretKey(webhookSecret(this.#o, d.webhookId, d.secretSealed));
-    this.#keys.set(d.webhookId, { sealed: d.secretSealed, key });
+    this.#keys.set(d.webhookId, { sealedHex, key });
     return key;
   }
 
