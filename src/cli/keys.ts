@@ -1,4 +1,5 @@
 import { bool, CliError, commandLine, integer, pageParams, query, type OptionValues } from "./keys-api.ts";
+import { analyticsCommand } from "./keys-analytics.ts";
 import { creditsCommand, policyCommand, readInput, type ReadInput } from "./keys-policy.ts";
 import { table } from "./table.ts";
 
@@ -17,6 +18,9 @@ commands:
   events [KEY] [--action ACTION] [--limit N] [--before EVENT-ID]
   policy KEY [--set FILE|- | --clear]      the key's own policy; --set reads JSON from FILE or stdin
   credits KEY [--set N | --add N]          the key's own balance; --add=-N takes N
+  analytics [KEY] [--interval minute|hour|day] [--from TIME] [--to TIME] [--top N]
+                                           verdicts by outcome over time (default the last 25 hours):
+                                           the key's, or without KEY its scope's and its most used keys
 
 KEY is a key's numeric id or its keyId. BASE is a key path of the API, such as
 /customers/acme/domains/sip.acme.example/keys (default /keys: the caller's own scope).
@@ -38,6 +42,10 @@ const OPTIONS = {
   set: { type: "string" },
   add: { type: "string" },
   clear: { type: "boolean" },
+  interval: { type: "string" },
+  from: { type: "string" },
+  to: { type: "string" },
+  top: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -98,6 +106,8 @@ export async function keysCommand(
       return policyCommand(api, keyRef(arg), o, show, read);
     case "credits":
       return creditsCommand(api, keyRef(arg), o, show);
+    case "analytics":
+      return analyticsCommand(api, arg === undefined ? undefined : keyRef(arg), o, show);
     default:
       throw new CliError(`unknown command "keys ${command}"\n\n${KEYS_USAGE}`);
   }

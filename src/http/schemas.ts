@@ -24,7 +24,7 @@ export const text = (max: number) => upTo(z.string().regex(TEXT, TEXT_RULE), max
 const keyName = keyNameSchema.regex(TEXT, TEXT_RULE);
 
 /** An RFC 3339 time with its offset ("Z" or "+02:00"); whether it lies in the future, the service checks against its clock. */
-const rfc3339 = z.iso
+export const rfc3339 = z.iso
   .datetime({ offset: true, error: "must be an RFC 3339 time with an offset, such as 2026-12-31T23:59:59Z" })
   .transform((time) => new Date(time));
 
