@@ -6,6 +6,7 @@ import { cpus, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type autocannon from "autocannon";
+import { analyticsPhase } from "./analytics.ts";
 import { gatewayPhase } from "./gateway.ts";
 import { each, inTurn, median, roundsDetail, type RoundsTools } from "./rounds.ts";
 import { countDetail, countFigures, countTransactions, createBenchDatabase, DEFAULT_DATABASE_URL, type BenchDatabase } from "./database.ts";
@@ -25,7 +26,7 @@ import { FIGURES, figures, machine, markdownTable, versions, type FigureKey } fr
 // `npm run bench`: keyplane on PostgreSQL, measured in one run against a bare node:http baseline.
 // See bench/README.md for what each figure means and how it is measured.
 
-const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway", "metrics", "policy", "webhooks", "idle", "scaling", "import"] as const;
+const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway", "metrics", "policy", "analytics", "webhooks", "idle", "scaling", "import"] as const;
 /** Every phase but scaling, which starts four processes, and import, which writes a million keys: they run only when asked for. */
 const DEFAULT_PHASES = PHASES.filter((p) => p !== "scaling" && p !== "import");
 type Phase = (typeof PHASES)[number];
@@ -473,6 +474,13 @@ async function main(): Promise<number> {
       const lineage = await lineagePhase(tools, a, admin, env.adminToken, fixture, "bench-lineage");
       Object.assign(values, lineage.figures);
       Object.assign(details, lineage.details);
+    }
+    if (s.phases.has("analytics")) {
+      const tools = { ...s, say, expectAnswers, metered: (name: string, server: Metered, run: () => Promise<LoadResult>) => meteredOn(name, server, database, run) };
+      const analytics = await analyticsPhase(tools, env, db, fixture, s.mode === "full" ? 100_000 : 10_000, s.mode === "full" ? 6 : 2);
+      Object.assign(values, analytics.figures);
+      Object.assign(details, analytics.details);
+      runs.analytics = analytics.writer;
     }
     if (s.phases.has("webhooks")) {
       const owner = await customerWithKey(admin, env.adminToken, "bench-webhooks");

@@ -120,6 +120,23 @@ describe("loadConfig", () => {
     });
   });
 
+  describe("usage analytics' settings", () => {
+    it("count, and keep minutes 48 hours, hours 90 days and days 730 days, by default", () => {
+      expect(loadConfig({}).analytics).toEqual({ counting: true, retention: { minute: 48 * 3_600_000, hour: 90 * 86_400_000, day: 730 * 86_400_000 } });
+    });
+
+    it("read off and a retention", () => {
+      expect(loadConfig({ KEYPLANE_ANALYTICS: "off", KEYPLANE_ANALYTICS_RETENTION: "6h,30d,365d" }).analytics).toEqual({
+        counting: false, retention: { minute: 6 * 3_600_000, hour: 30 * 86_400_000, day: 365 * 86_400_000 },
+      });
+    });
+
+    it("refuse anything else, saying what is wrong", () => {
+      expect(() => loadConfig({ KEYPLANE_ANALYTICS: "no" })).toThrow(/KEYPLANE_ANALYTICS/);
+      expect(() => loadConfig({ KEYPLANE_ANALYTICS_RETENTION: "48h,90d" })).toThrow(/KEYPLANE_ANALYTICS_RETENTION: three durations are needed/);
+    });
+  });
+
   describe("KEYPLANE_AUTH_GATEWAY", () => {
     it("is nginx unless set, and one of nginx, traefik or envoy", () => {
       expect(loadConfig({ HOME: "/nonexistent" }).authGateway).toBe("nginx");

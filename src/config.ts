@@ -8,6 +8,7 @@ import { GRACE_PERIOD_SECONDS } from "./domain/keys/expiry.ts";
 import { LEAK_POLICIES, type LeakPolicy } from "./domain/policy/policy.ts";
 import { DEFAULT_EXPIRY_NOTICES, parseExpiryNotices } from "./domain/webhooks/expiry-notices.ts";
 import { parseMasterKey } from "./domain/seal.ts";
+import { DEFAULT_RETENTION, parseRetention, type Retention } from "./domain/analytics/retention.ts";
 import { parseTrustedProxies, type TrustedProxies } from "./http/verification/client-address.ts";
 import { AUTH_GATEWAYS, type AuthGateway } from "./http/verification/auth-gateway.ts";
 import { GITHUB_KEYS_URL } from "./services/leaks/github-keys.ts";
@@ -54,6 +55,16 @@ const env = z.object({
       return parseExpiryNotices(text);
     } catch (error) {
       c.addIssue({ code: "custom", message: `KEYPLANE_EXPIRY_NOTICES: ${(error as Error).message}` });
+      return z.NEVER;
+    }
+  }),
+  // Usage analytics (docs/analytics.md): counted unless off; how long minutes, hours and days are kept.
+  KEYPLANE_ANALYTICS: z.enum(["on", "off"]).default("on"),
+  KEYPLANE_ANALYTICS_RETENTION: z.string().default(DEFAULT_RETENTION).transform((text, c) => {
+    try {
+      return parseRetention(text);
+    } catch (error) {
+      c.addIssue({ code: "custom", message: `KEYPLANE_ANALYTICS_RETENTION: ${(error as Error).message}` });
       return z.NEVER;
     }
   }),
@@ -111,6 +122,8 @@ export interface Config {
   leaks: { policy: LeakPolicy; graceSeconds: number; githubKeysUrl: string };
   /** Webhooks: http allowed, private addresses allowed, and the expiry notices in seconds, furthest first (docs/webhooks.md). */
   webhooks: { allowHttp: boolean; allowPrivate: boolean; expiryNotices: number[] };
+  /** Usage analytics: whether verdicts are counted (KEYPLANE_ANALYTICS), and how long each grain is kept. */
+  analytics: { counting: boolean; retention: Retention };
   logLevel: string;
 }
 
@@ -147,6 +160,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     },
     leaks: { policy: e.KEYPLANE_LEAK_POLICY, graceSeconds: e.KEYPLANE_LEAK_GRACE_SECONDS, githubKeysUrl: e.KEYPLANE_GITHUB_KEYS_URL },
     webhooks: { allowHttp: e.KEYPLANE_WEBHOOK_ALLOW_HTTP, allowPrivate: e.KEYPLANE_WEBHOOK_ALLOW_PRIVATE, expiryNotices: e.KEYPLANE_EXPIRY_NOTICES },
+    analytics: { counting: e.KEYPLANE_ANALYTICS === "on", retention: e.KEYPLANE_ANALYTICS_RETENTION },
     logLevel: e.LOG_LEVEL,
   };
 }

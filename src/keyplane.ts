@@ -33,6 +33,11 @@ import { pruneWebhookRecords, WEBHOOK_PRUNE_MS, webhookQueue } from "./services/
 import { WebhookSender, type SendResult, type WebhookSenderOptions } from "./services/webhooks/webhook-sender.ts";
 import { systemResolver, type WebhookSettings } from "./services/webhooks/webhook-settings.ts";
 import { VERSION } from "./version.ts";
+import { DEFAULT_RETENTION, parseRetention, type Retention } from "./domain/analytics/retention.ts";
+import { ANALYTICS_UPKEEP_MS, ANALYTICS_WRITE_MS, type AnalyticsNeeds } from "./services/analytics/needs.ts";
+import { UsageCounter } from "./services/analytics/usage-counter.ts";
+import { usageUpkeep } from "./services/analytics/usage-upkeep.ts";
+import { UsageWriter } from "./services/analytics/usage-writer.ts";
 import { startWebhookWorker, type Sender } from "./webhook-worker.ts";
 import type { Database } from "./store/database.ts";
 import { loadMigrations, migrate } from "./store/migrate.ts";
@@ -74,6 +79,8 @@ export interface KeyplaneOptions {
   leaks?: Partial<LeakSettings> & { githubKeysUrl?: string; fetch?: typeof globalThis.fetch };
   /** Webhooks (docs/webhooks.md): where they may send, the expiry notices, and the sender's parts. */
   webhooks?: WebhookOptions;
+  /** Usage analytics (docs/analytics.md): counted unless `counting` is false; the retention; how often counts are written (10 s). */
+  analytics?: { counting?: boolean; retention?: Retention; writeMs?: number };
 }
 
 export interface WebhookOptions extends Partial<WebhookSettings> {
@@ -102,9 +109,11 @@ export interface Keyplane {
   webhooks: Sender;
   /** Sends the key.expiring notices due now (run every 20 s). */
   expiryNotices: ExpiryNotices;
+  /** Usage analytics' periodic work, for tests that move the clock: the write (every 10 s) and the partitions' upkeep (hourly). */
+  analytics: { write(): Promise<void>; upkeep(): Promise<void> };
   /**
-   * Stops the background work: listening for key and directory changes, the expiry sweep, and the
-   * last-use batches, after writing the last one, and gives back unspent credits (the database stays
+   * Stops the background work: listening for key and directory changes, the expiry sweep, the
+   * last-use batches and usage analytics, after writing the last of each, and gives back unspent credits (the database stays
    * open: it belongs to the caller).
    */
   close(): Promise<void>;
@@ -131,13 +140,18 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
     ctx.metrics = new Metrics({ keyCache: () => keyCache.stats(), databaseUp: () => isReady(ctx), meter: () => meter.stats(),
       webhookQueue: () => webhookQueue({ db, clock }), webhookHeap: async () => (await sender.heapBytes?.()) ?? 0 });
   }
+  const analytics: AnalyticsNeeds = { db, clock, log, retention: options.analytics?.retention ?? parseRetention(DEFAULT_RETENTION), registry: ctx.metrics?.registry };
+  if (options.analytics?.counting !== false) ctx.analytics = new UsageCounter(options.clock ? () => clock().getTime() : Date.now);
+  const usageWriter = ctx.analytics && new UsageWriter(analytics, ctx.analytics);
+  const upkeep = () => usageUpkeep(analytics, usageWriter?.known ?? new Set());
+  await upkeep().catch((error: unknown) => log.warn({ err: error }, "could not make usage analytics' partitions; will retry"));
   const sender = await startSender(ctx, options);
   const expiryNotices = new ExpiryNotices({ db, clock, log }, w.expiryNotices ?? parseExpiryNotices(DEFAULT_EXPIRY_NOTICES));
   const unlisten = await invalidateCachesOnChanges(ctx);
   const trustedProxies = options.trustedProxies ?? parseTrustedProxies("");
   const auth = new AuthHandler(ctx, trustedProxies, options.authGateway ?? "nginx");
   const runtime = { header: options.runtimeHeader, timeoutMs: options.invokeTimeoutMs ?? INVOKE_TIMEOUT_MS };
-  const express = createApp(ctx, { adminToken: options.secrets.adminToken, runtime, version: VERSION, trustedProxies, auth });
+  const express = createApp(ctx, { adminToken: options.secrets.adminToken, runtime, version: VERSION, trustedProxies, auth, analytics });
   const app = auth.inFrontOf(withVerifyFastPath(ctx, trustedProxies, withSelfFastPath(ctx, trustedProxies, express)));
   const jobs = [
     every(options.expirySweepMs ?? EXPIRY_SWEEP_MS, () => sweepExpiries(ctx), log, "expiry sweep"),
@@ -146,6 +160,8 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
     every(WINDOWS_PRUNE_MS, () => pruneWindows(ctx), log, "old rate-limit windows' pruning"),
     every(w.expiryNoticeMs ?? EXPIRY_NOTICE_MS, () => expiryNotices.sweep(), log, "expiry notices"),
     every(WEBHOOK_PRUNE_MS, () => pruneWebhookRecords({ db, clock }, expiryNotices), log, "old webhook deliveries' pruning"),
+    every(ANALYTICS_UPKEEP_MS, upkeep, log, "usage analytics' partitions"),
+    ...(usageWriter ? [every(options.analytics?.writeMs ?? ANALYTICS_WRITE_MS, () => usageWriter.write(), log, "usage analytics' write")] : []),
   ];
   return {
     ctx,
@@ -153,10 +169,12 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
     metrics: ctx.metrics,
     webhooks: sender,
     expiryNotices,
+    analytics: { write: async () => usageWriter?.write(), upkeep },
     async close() {
       await Promise.all(jobs.map((job) => job.stop()));
       await sender.close();
       await lastUse.flush();
+      await usageWriter?.write();
       await meter.close().catch((error: unknown) => log.warn({ err: error }, "could not give back unspent credits; they count as spent"));
       await unlisten();
     },

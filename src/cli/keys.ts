@@ -1,4 +1,5 @@
 import { bool, CliError, commandLine, integer, pageParams, query, type OptionValues } from "./keys-api.ts";
+import { analyticsCommand } from "./keys-analytics.ts";
 import { creditsCommand, policyCommand, readInput, type ReadInput } from "./keys-policy.ts";
 import { exportCommand, importCommand } from "./keys-transfer.ts";
 import { table } from "./table.ts";
@@ -18,6 +19,9 @@ commands:
   events [KEY] [--action ACTION] [--limit N] [--before EVENT-ID]
   policy KEY [--set FILE|- | --clear]      the key's own policy; --set reads JSON from FILE or stdin
   credits KEY [--set N | --add N]          the key's own balance; --add=-N takes N
+  analytics [KEY] [--interval minute|hour|day] [--from TIME] [--to TIME] [--top N]
+                                           verdicts by outcome over time (default the last 25 hours):
+                                           the key's, or without KEY its scope's and its most used keys
   import FILE [--create-directory]        keys from another platform, one JSON line each (admin token)
   export [--customer C [--domain D]]      every live key, one JSON line each, to stdout (admin token)
 
@@ -41,6 +45,10 @@ const OPTIONS = {
   set: { type: "string" },
   add: { type: "string" },
   clear: { type: "boolean" },
+  interval: { type: "string" },
+  from: { type: "string" },
+  to: { type: "string" },
+  top: { type: "string" },
   customer: { type: "string" },
   domain: { type: "string" },
   "create-directory": { type: "boolean" },
@@ -104,6 +112,8 @@ export async function keysCommand(
       return policyCommand(api, keyRef(arg), o, show, read);
     case "credits":
       return creditsCommand(api, keyRef(arg), o, show);
+    case "analytics":
+      return analyticsCommand(api, arg === undefined ? undefined : keyRef(arg), o, show);
     case "import":
       if (!arg) throw new CliError("import needs the FILE to import");
       return importCommand(env, arg, o["create-directory"] === true, o.output === "json", out, undefined, fetchImpl);

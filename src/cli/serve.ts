@@ -30,7 +30,7 @@ export async function serve(config: Config): Promise<void> {
   const worker = config.databaseUrl ? { connectionString: config.databaseUrl, timeoutMs: config.databaseTimeoutMs, logLevel: config.logLevel } : undefined;
   const keyplane = await createKeyplane({ db, secrets, runtimeHeader: config.runtimeHeader, log, keyCache: { staleMs: config.staleMs },
     throttle: { failuresPerMinute: config.authFailuresPerMinute }, trustedProxies: config.trustedProxies, authGateway: config.authGateway, metrics: config.metricsPort !== undefined,
-    leaks: config.leaks, webhooks: { ...config.webhooks, worker } });
+    leaks: config.leaks, webhooks: { ...config.webhooks, worker }, analytics: config.analytics });
   const http = await listen(keyplane.app, config.port, config.host);
   const metrics = keyplane.metrics && config.metricsPort !== undefined ? await listen(metricsHandler(keyplane.metrics), config.metricsPort, config.host) : undefined;
   const operator = await startOperator(config.operator, keyplane.ctx, log);

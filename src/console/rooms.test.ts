@@ -9,8 +9,9 @@ const PUBLIC = fileURLToPath(new URL("./public/", import.meta.url));
 
 /** Each room, and the rooms its modules may import besides their own. */
 const MAY_USE: Record<string, string[]> = {
-  ".": ["shared", "keys", "events", "webhooks"],
-  keys: ["shared", "events"],
+  ".": ["shared", "keys", "events", "webhooks", "analytics"],
+  keys: ["shared", "events", "analytics"],
+  analytics: ["shared"],
   events: ["shared"],
   webhooks: ["shared"],
   shared: [],

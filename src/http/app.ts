@@ -26,6 +26,8 @@ import { githubAuthenticator, leakBodies, leakRoutes } from "./leaks/leak-routes
 import { consoleRoutes } from "../console/console-routes.ts";
 import { openApiDocument } from "./openapi.ts";
 import { webhooksRoutes } from "./webhooks/webhook-routes.ts";
+import { analyticsRoutes } from "./analytics/analytics-routes.ts";
+import type { AnalyticsNeedsToRead } from "../services/analytics/usage-reads.ts";
 import { logWhenAnswered, REQUEST_ID, requestId } from "./request-log.ts";
 import { mount, type Route } from "./route.ts";
 
@@ -37,6 +39,8 @@ export interface AppOptions {
   trustedProxies: TrustedProxies;
   /** /auth's handler, for its description (it answers in front of the app). */
   auth: AuthHandler;
+  /** What the analytics endpoints read with (docs/analytics.md). */
+  analytics: AnalyticsNeedsToRead;
 }
 
 
@@ -73,6 +77,7 @@ export function createApp(ctx: AppNeeds, options: AppOptions): express.Express {
     ...leakRoutes(ctx),
     ...webhooksRoutes(ctx),
     ...importRoutes(ctx),
+    ...analyticsRoutes(ctx, options.analytics),
   );
   const router = express.Router({ caseSensitive: true, strict: false });
   mount(router, routes, {

@@ -86,6 +86,23 @@ export const API_EXAMPLES = {
     ],
     nextAttemptAt: "2026-11-23T11:05:21.000Z",
   },
+  // billing's last three hours: a quiet one, then calls, a few refused by acme's rate limit.
+  KeyAnalytics: {
+    interval: "hour", from: "2026-11-23T08:00:00.000Z", to: "2026-11-23T11:00:00.000Z",
+    buckets: [
+      { start: "2026-11-23T08:00:00.000Z", valid: 0, restricted: 0, rateLimited: 0, usageExceeded: 0, forbidden: 0, disabled: 0, expired: 0, credits: 0 },
+      { start: "2026-11-23T09:00:00.000Z", valid: 1_204, restricted: 2, rateLimited: 17, usageExceeded: 0, forbidden: 1, disabled: 0, expired: 0, credits: 1_204 },
+      { start: "2026-11-23T10:00:00.000Z", valid: 588, restricted: 0, rateLimited: 0, usageExceeded: 0, forbidden: 0, disabled: 0, expired: 0, credits: 588 },
+    ],
+  },
+  ScopeAnalytics: {
+    interval: "day", from: "2026-11-22T00:00:00.000Z", to: "2026-11-24T00:00:00.000Z",
+    buckets: [
+      { start: "2026-11-22T00:00:00.000Z", valid: 20_117, restricted: 3, rateLimited: 412, usageExceeded: 0, forbidden: 9, disabled: 0, expired: 2, credits: 20_117 },
+      { start: "2026-11-23T00:00:00.000Z", valid: 1_792, restricted: 2, rateLimited: 17, usageExceeded: 0, forbidden: 1, disabled: 0, expired: 0, credits: 1_792 },
+    ],
+    top: [{ id: 17, name: "billing", requests: 22_355, valid: 21_909, restricted: 5, rateLimited: 429, usageExceeded: 0, forbidden: 10, disabled: 0, expired: 2, credits: 21_909 }],
+  },
   /** Request bodies, by operationId; a key's provisioning and update bodies are the same everywhere. */
   requests: {} as Record<string, unknown>,
 };

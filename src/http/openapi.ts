@@ -5,6 +5,7 @@ import { leakLabelObject } from "./leaks/leak-schemas.ts";
 import { deliveryObject, newWebhookObject, webhookObject } from "./webhooks/webhook-schemas.ts";
 import { policyObject } from "./policy/policy-schema.ts";
 import { usageObject } from "./policy/usage-schema.ts";
+import { analyticsObject, scopeAnalyticsObject } from "./analytics/analytics-schema.ts";
 import type { NdjsonLines, Route } from "./route.ts";
 import {
   applicationObject, creditsBody, creditsObject, customerObject, domainObject, errorObject, eventObject, healthObject, keyObject, openApiObject, subscriberObject, userObject,
@@ -20,6 +21,7 @@ const COMPONENTS = {
   User: userObject, UserWithKey: userWithKeyObject, KeyEvent: eventObject, Error: errorObject, Health: healthObject, OpenApiDocument: openApiObject,
   Verdict: verdictObject, Policy: policyObject, Credits: creditsObject, CreditsChange: creditsBody, KeyUsage: usageObject,
   LeakLabel: leakLabelObject, Webhook: webhookObject, NewWebhook: newWebhookObject, WebhookDelivery: deliveryObject,
+  KeyAnalytics: analyticsObject, ScopeAnalytics: scopeAnalyticsObject,
 } satisfies Record<Exclude<keyof typeof API_EXAMPLES, "requests">, z.ZodType>;
 
 type Component = keyof typeof COMPONENTS;
@@ -73,6 +75,7 @@ const TAGS: Record<string, string> = {
   "subscriber keys": "Keys of one subscriber, or above it.",
   verification: "Verdicts for the platform's own services: may a token do a method on a platform path.",
   webhooks: "Lifecycle webhooks: the calling key's, for the keys inside its scope, signed as Standard Webhooks 1.0 (docs/webhooks.md).",
+  analytics: "Usage analytics: verdicts of /verify and /auth by outcome over time, for the keys the caller may manage (docs/analytics.md).",
   leaks: "Leak reports: tokens found in public, from GitHub's secret scanning or, through the admin, any other scanner (docs/leaks.md).",
 };
 

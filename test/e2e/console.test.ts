@@ -369,6 +369,48 @@ describe.skipIf(missing !== undefined)(`the console in Chromium${missing ? ` (sk
     expect(await usage.locator("tbody tr").nth(1).locator("td.left").textContent()).toBe(`${grouped((await read()).ratelimits[1].remaining)} of 5,000`);
   });
 
+  it("charts a key's usage by outcome, with the numbers in a table and a legend, and the scope's most used keys", async () => {
+    const { page } = admin;
+    const customer = world.as(tokens.customer);
+    const charted = (await customer("POST", "/customers/acme/domains/media.acme.example/keys", { name: "charted" })).body;
+    for (let i = 0; i < 3; i++) expect((await verify(charted.keyId)).code).toBe("VALID");
+    const refused = await fetch(`${world.url}/verify`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ key: charted.keyId, path: "/customers/globex/x" }) });
+    expect(((await refused.json()) as { code: string }).code).toBe("FORBIDDEN");
+    const counted = async () => (await customer("GET", `/keys/${charted.id}/analytics`)).body.buckets.at(-1);
+    await expect.poll(counted, { timeout: 5_000 }).toMatchObject({ valid: 3, forbidden: 1 });
+
+    await page.goto(`${world.url}/console#/key/${charted.id}`);
+    await page.getByRole("heading", { level: 2, name: "Usage over time" }).waitFor();
+    const hours = page.getByRole("figure", { name: "The last 24 hours" });
+    await hours.waitFor();
+    expect(await hours.locator("figcaption").textContent()).toBe("The last 24 hours 4 requests: 3 valid, 1 forbidden.");
+    // The numbers, for screen readers: a row per hour, the last one this hour's, as the API counted them.
+    const table = page.getByRole("table", { name: "The last 24 hours, by hour (UTC)" });
+    expect(await table.locator("tbody tr").count()).toBe(25);
+    const api = await counted();
+    const last = await table.locator("tbody tr").last().evaluate((tr) => [...tr.children].map((c) => c.textContent));
+    expect(last.slice(1)).toEqual([api.valid, api.restricted, api.rateLimited, api.usageExceeded, api.forbidden, api.disabled, api.expired, api.credits].map(String));
+    expect(await page.getByRole("table", { name: "The last 30 days, by day (UTC)" }).locator("tbody tr").count()).toBe(30);
+    // Drawn as stacked bars by the page itself: this hour's bar holds a segment for each outcome it had.
+    expect(await hours.locator("svg g").last().locator("rect").evaluateAll((rects) => rects.map((r) => r.getAttribute("class")))).toEqual(["outcome-valid", "outcome-forbidden"]);
+    expect(await page.getByRole("list", { name: "What the colours mean" }).textContent()).toContain("Forbidden — refused: the key may not reach that path");
+    await accessible(page, "key-analytics");
+
+    await page.getByRole("link", { name: "Analytics" }).click();
+    await page.getByRole("heading", { level: 1, name: "Analytics" }).waitFor();
+    const top = page.getByRole("region", { name: "Most used keys, last 30 days" });
+    await top.waitFor();
+    const scope = (await customer("GET", `/analytics?interval=day&from=${new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10)}T00:00:00Z`)).body;
+    const rows = await top.locator("tbody tr").evaluateAll((trs) => trs.map((tr) => [...tr.children].slice(0, 2).map((c) => c.textContent)));
+    expect(rows).toEqual(scope.top.map((k: { name: string; requests: number }) => [k.name, k.requests.toLocaleString("en-GB")]));
+    expect(rows).toContainEqual(["charted", "4"]);
+    await accessible(page, "analytics");
+    // A key of the top list opens its page, from the keyboard too.
+    await top.getByRole("link", { name: "charted" }).focus();
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { level: 1, name: "Key “charted”" }).waitFor();
+  });
+
   it("shows a gone key's events, which the API keeps", async () => {
     const { page } = admin;
     const customer = world.as(tokens.customer);

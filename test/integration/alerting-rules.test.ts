@@ -13,7 +13,7 @@ const DIR = join(import.meta.dirname, "../../deploy/monitoring");
 describe.skipIf(!existsSync(PROMTOOL) && !process.env.CI)("deploy/monitoring/keyplane-rules.yaml (promtool)", () => {
   it("is a valid rules file", async () => {
     const { stdout } = await run(PROMTOOL, ["check", "rules", "keyplane-rules.yaml"], { cwd: DIR });
-    expect(stdout).toContain("SUCCESS: 6 rules found");
+    expect(stdout).toContain("SUCCESS: 7 rules found");
   });
 
   it("fires each alert when it should and not before (rules-test.yaml)", async () => {

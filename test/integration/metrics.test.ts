@@ -41,6 +41,10 @@ const EXPECTED: [string, string, string[]][] = [
   ["keyplane_webhook_queue_depth", "gauge", []],
   ["keyplane_webhook_oldest_pending_seconds", "gauge", []],
   ["keyplane_webhook_thread_heap_bytes", "gauge", []],
+  ["keyplane_analytics_rows_written_total", "counter", []],
+  ["keyplane_analytics_write_duration_seconds", "histogram", []],
+  ["keyplane_analytics_write_failures_total", "counter", []],
+  ["keyplane_analytics_pending_rows", "gauge", []],
 ];
 
 describe.each(backends())("GET /metrics on %s", (backend) => {
@@ -73,6 +77,8 @@ describe.each(backends())("GET /metrics on %s", (backend) => {
     await svc.as("not-a-key").get("/keys/self").expect(401);
     await svc.as("").post("/verify").set("Authorization", "").send({ key: acme.keys.application }).expect(200);
     await svc.as(acme.keys.customer).post(`/customers/acme/keys`, { name: "metered" }).expect(200);
+    expect(value((await scrape()).samples, "keyplane_analytics_pending_rows")).toBe(1);
+    await svc.analytics.write();
     const { types, samples } = await scrape();
 
     for (const [name, type, labels] of EXPECTED) {
@@ -94,6 +100,9 @@ describe.each(backends())("GET /metrics on %s", (backend) => {
     expect(value(samples, "keyplane_database_up")).toBe(1);
     expect(value(samples, "keyplane_key_events_total", { action: "created" }) - value(before, "keyplane_key_events_total", { action: "created" })).toBe(1);
     expect(value(samples, "keyplane_operator_leader")).toBe(0);
+    expect(value(samples, "keyplane_analytics_rows_written_total")).toBe(1);
+    expect(value(samples, "keyplane_analytics_write_duration_seconds_count")).toBe(1);
+    expect(value(samples, "keyplane_analytics_pending_rows")).toBe(0);
     expect(types.get("process_cpu_user_seconds_total")).toBe("counter");
     expect(types.get("nodejs_eventloop_lag_seconds")).toBe("gauge");
   });

@@ -46,9 +46,10 @@ describe("the OpenAPI document", () => {
 
   // Most of it is each operation's list of answers (by $ref); examples are written once, in components.
   // About 2 KB per operation (the key paths are written once per base, their other spellings referred
-  // to): webhooks, leaks, policies, credits and usage brought it from 300 KB to 390.
-  it("is under 420 KB", () => {
-    expect(Buffer.byteLength(text)).toBeLessThan(420 * 1024);
+  // to): webhooks, leaks, policies, credits and usage brought it from 300 KB to 390, usage analytics
+  // (a key's on each of the ten bases, with its range query inline) to 446.
+  it("is under 470 KB", () => {
+    expect(Buffer.byteLength(text)).toBeLessThan(470 * 1024);
   });
 
   it("is valid OpenAPI 3.1 to a strict validator: every $ref a URI reference, every format as its schema says", async () => {

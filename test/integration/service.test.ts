@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { DEFAULT_RETENTION, parseRetention } from "../../src/domain/analytics/retention.ts";
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemResolver } from "../../src/services/webhooks/webhook-settings.ts";
@@ -85,7 +86,8 @@ describe("a PostgreSQL server that cannot be reached", () => {
       leaks: DEFAULT_LEAK_SETTINGS, githubKeys: new GithubKeys({ url: GITHUB_KEYS_URL, clock: () => new Date(), log }),
       webhooks: { allowHttp: false, allowPrivate: false, resolve: systemResolver } };
     const trustedProxies = parseTrustedProxies("");
-    const app = createApp(ctx, { adminToken: "a".repeat(32), runtime: { header: "X-SVC-APIKey", timeoutMs: 10_000 }, version: "test", trustedProxies, auth: new AuthHandler(ctx, trustedProxies, "nginx") });
+    const app = createApp(ctx, { adminToken: "a".repeat(32), runtime: { header: "X-SVC-APIKey", timeoutMs: 10_000 }, version: "test", trustedProxies, auth: new AuthHandler(ctx, trustedProxies, "nginx"),
+      analytics: { db, clock: () => new Date(), retention: parseRetention(DEFAULT_RETENTION) } });
     try {
       const started = Date.now();
       for (const req of [

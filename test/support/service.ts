@@ -69,6 +69,8 @@ export interface TestServiceOptions {
   leaks?: KeyplaneOptions["leaks"];
   /** Webhooks: what they may reach, their client and sender (tests of delivery allow 127.0.0.1 and http). */
   webhooks?: KeyplaneOptions["webhooks"];
+  /** Usage analytics: counting, retention, how often counts are written (tests write by hand: the default is out of the way). */
+  analytics?: KeyplaneOptions["analytics"];
 }
 
 export function captureLogger(logs: string[], secrets: string[] = []): Logger {
@@ -98,6 +100,7 @@ export async function startService(backend: Backend, options: TestServiceOptions
     metrics: options.metrics,
     leaks: options.leaks,
     webhooks: options.webhooks,
+    analytics: { writeMs: 3_600_000, ...options.analytics },
   });
   // Every answer this service gives is checked against its own /openapi.json (conformance.ts).
   const app = (await conformanceOf(keyplane.app)).wrap(keyplane.app);

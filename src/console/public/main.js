@@ -2,6 +2,7 @@
 /* global window, location, history */
 import { call, Refused } from "./shared/api.js";
 import { byId, fill, h } from "./shared/dom.js";
+import { showAnalytics } from "./analytics/analytics.js";
 import { showEvents } from "./events/events.js";
 import { levelOf, scopeOf } from "./shared/format.js";
 import { showKey } from "./keys/key-view.js";
@@ -13,14 +14,14 @@ import { showWebhook } from "./webhooks/webhook-view.js";
 import { showWebhooks } from "./webhooks/webhooks.js";
 
 // The console's shell: signing in and out, who is signed in, and which view the address's fragment
-// names (#/keys, #/key/12, #/events, #/webhooks, #/webhook/3). A fragment never holds anything
+// names (#/keys, #/key/12, #/events, #/webhooks, #/webhook/3, #/analytics). A fragment never holds anything
 // secret: keys and webhooks are named by their numeric id. It opens the rooms' views (keys/, events/,
 // webhooks/) and the sign-in form; nothing imports it.
 
 /** @type {import("./shared/session.js").Session | null} */
 let session = null;
 const view = byId("view");
-const VIEWS = ["keys", "events", "webhooks"];
+const VIEWS = ["keys", "events", "webhooks", "analytics"];
 /** The views of one thing, by id, and the list each belongs to. */
 const ONE = new Map([["key", "keys"], ["webhook", "webhooks"]]);
 
@@ -78,7 +79,8 @@ function route() {
     : name === "key" ? showKey(view, session, Number(id))
       : name === "events" ? showEvents(view)
         : name === "webhook" ? showWebhook(view, session, Number(id))
-          : showWebhooks(view, session);
+          : name === "analytics" ? showAnalytics(view)
+            : showWebhooks(view, session);
   void Promise.resolve(shown).catch(fail);
 }
 

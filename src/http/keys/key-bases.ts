@@ -1,3 +1,5 @@
+import type { Route } from "../route.ts";
+
 // Every key path (docs/api.md, "Keys"): one set of operations on each base, under each spelling.
 export const BASES: { path: string; tag: string }[] = [
   { path: "/keys", tag: "keys" },
@@ -21,4 +23,9 @@ export function nounOf(base: string): string {
 export function spellings(path: string): string[] {
   const keys = [path, path.replace(/\/keys(?=\/|$)/, "/apikeys")];
   return path.startsWith("/customers/") ? [...keys, ...keys.map((p) => p.replace(/^\/customers\//, "/tenants/"))] : keys;
+}
+
+/** A route under each spelling of its path: the others refer to it. */
+export function aliases(r: Route): Route[] {
+  return [...new Set(spellings(r.path))].map((path) => (path === r.path ? r : { ...r, path, aliasOf: r.path }));
 }

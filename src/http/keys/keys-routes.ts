@@ -14,13 +14,9 @@ import { authorizedScope, keyRef } from "./key-scope.ts";
 import { callerKey, keyJson } from "./present.ts";
 import { route, type Route } from "../route.ts";
 import { scopePolicyRoutes } from "../policy/scope-policy-routes.ts";
-import { BASES, nounOf, spellings } from "./key-bases.ts";
+import { aliases, BASES, nounOf } from "./key-bases.ts";
 import { keyObject, listQuery, provisionBody, updateBody } from "../schemas.ts";
 
-/** A route under each spelling of its path: the others refer to it. */
-function aliases(r: Route): Route[] {
-  return [...new Set(spellings(r.path))].map((path) => (path === r.path ? r : { ...r, path, aliasOf: r.path }));
-}
 
 /** The operations of one base, declared on its canonical spelling. */
 function keyRoutes(ctx: KeysNeeds & PolicyNeeds & VerificationNeeds, base: string, tag: string): Route[] {

@@ -1,3 +1,4 @@
+import { OUTCOME_INDEX } from "../../domain/analytics/usage.ts";
 import { forbidden, UNAUTHORIZED, unauthorized } from "../../domain/errors.ts";
 import { keyState } from "../../domain/keys/key-state.ts";
 import type { KeyCaller } from "../../domain/keys/lineage.ts";
@@ -56,7 +57,11 @@ export function usableKey(ctx: VerificationNeeds, endpoint: AuthEndpoint, client
     // The cached key carries its expiresAt: it stops at that instant on every process, notified or not.
     const now = ctx.clock();
     const state = keyState(key, now);
-    if (state !== "active") return failed(ctx, endpoint, client, state);
+    if (state !== "active") {
+      // The verdict on a known key, for usage analytics (verify.ts counts the others): not on the key paths.
+      if (endpoint !== "rest") ctx.analytics?.count(key.lineage, OUTCOME_INDEX[state], 0);
+      return failed(ctx, endpoint, client, state);
+    }
     // A usable key has authenticated, whatever comes of the request: its last use moves (in batches).
     ctx.lastUse.record(key, now);
     return key;

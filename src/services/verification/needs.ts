@@ -10,6 +10,7 @@ import type { KeyCache } from "./key-cache.ts";
 import type { LastUse } from "./last-use.ts";
 import type { PathScopeCache } from "./path-scope-cache.ts";
 import type { Throttle } from "./throttle.ts";
+import type { UsageCounter } from "../analytics/usage-counter.ts";
 
 /** What verification runs with: injected, so tests control the clock and the caches. */
 export interface VerificationNeeds {
@@ -25,6 +26,8 @@ export interface VerificationNeeds {
   policies: PolicyChains;
   /** This process's leases of rate limits and credits (docs/adr/0013). */
   meter: PolicyMeter;
+  /** Usage analytics' counts of verdicts (docs/analytics.md); absent when analytics are off. */
+  analytics?: UsageCounter;
   /** The Prometheus metrics; absent where nothing serves them. */
   metrics?: Metrics;
   clock: () => Date;

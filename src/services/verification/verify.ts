@@ -1,4 +1,5 @@
 import { mayReach } from "../../domain/scope/access.ts";
+import { VERDICT_OUTCOMES } from "../../domain/analytics/usage.ts";
 import { StoreUnavailable } from "../../domain/errors.ts";
 import type { StoredKey } from "../../domain/model.ts";
 import { pathTargets, type PlatformTarget } from "../../domain/scope/platform-path.ts";
@@ -50,9 +51,22 @@ export function verifyRequest(ctx: VerificationNeeds, req: VerifyRequest): Maybe
     if (typeof key === "string") return { code: key.toUpperCase() as Uppercase<typeof key> };
     return after(req.path === undefined || mayReachPath(ctx, key, req.method, req.path), (reaches) => {
       const chain = ctx.policies.chainOf(key);
-      return chain instanceof Promise ? chain.then((c) => decide(ctx, key, c, req, reaches)) : decide(ctx, key, chain, req, reaches);
+      const verdict = chain instanceof Promise ? chain.then((c) => decide(ctx, key, c, req, reaches)) : decide(ctx, key, chain, req, reaches);
+      if (ctx.analytics === undefined) return verdict;
+      return verdict instanceof Promise ? verdict.then((v) => counted(ctx, v, req.cost)) : counted(ctx, verdict, req.cost);
     });
   });
+}
+
+/**
+ * Usage analytics count every verdict on a known key here (docs/analytics.md), DISABLED and EXPIRED
+ * where the token is judged (authenticate.ts); the credits a VALID one spent where a balance binds the key.
+ */
+function counted(ctx: VerificationNeeds, verdict: Verdict, cost: number): Verdict {
+  if ("key" in verdict) {
+    ctx.analytics?.count(verdict.key.lineage, VERDICT_OUTCOMES[verdict.code]!, verdict.code === "VALID" && verdict.policy?.credits ? cost : 0);
+  }
+  return verdict;
 }
 
 function decide(ctx: VerificationNeeds, key: StoredKey, chain: PolicyChain, req: VerifyRequest, reaches: boolean): Maybe<Verdict> {

@@ -1,6 +1,7 @@
 // @ts-check
 import { call, keyPath } from "../shared/api.js";
 import { fill, focusHeading, h } from "../shared/dom.js";
+import { keyAnalyticsSection } from "../analytics/analytics.js";
 import { eventsTable } from "../events/events.js";
 import { levelOf, scopeOf, when } from "../shared/format.js";
 import { actionButtons, status } from "./keys.js";
@@ -56,6 +57,7 @@ export async function showKey(view, session, id) {
       ...fact("Created", when(shown.createdAt)),
       ...fact("Id", String(shown.id))),
     usageSection(shown, used),
+    keyAnalyticsSection(shown.id),
     h("h2", {}, "Policy"),
     h("section", { class: "panel", "aria-labelledby": "own-policy" }, h("h3", { id: "own-policy" }, "This key's own policy"), ...policyView(shown.policy, credits("key"))),
     ...inherited(shown, credits));

@@ -1,6 +1,6 @@
 // @ts-check
 // The keys room: the keys view, one key's page, what can be done to a key, and its policy and usage in
-// words. It uses shared/ and, for a key's events, events/; no other room.
+// words. It uses shared/ and, for a key's events and charts, events/ and analytics/; no other room.
 import { call } from "../shared/api.js";
 import { fill, focusHeading, h, hidden, renderAgain } from "../shared/dom.js";
 import { levelOf, scopeOf, when } from "../shared/format.js";
