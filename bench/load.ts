@@ -10,6 +10,8 @@ export interface LoadOptions {
   /** Seconds; or `amount`: a fixed number of requests. */
   duration?: number;
   amount?: number;
+  /** Requests a second across all connections: a steady pace rather than as fast as answers come. */
+  overallRate?: number;
   requests: autocannon.Request[];
 }
 
@@ -102,6 +104,7 @@ export function load(options: LoadOptions): Promise<LoadResult> {
         connections: options.connections,
         ...(options.amount !== undefined ? { amount: options.amount } : { duration: options.duration ?? 1 }),
         requests: options.requests,
+        ...(options.overallRate !== undefined && { overallRate: options.overallRate }),
         timeout: 10,
       },
       (error, result) => {

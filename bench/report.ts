@@ -55,6 +55,12 @@ export const FIGURES = [
   { key: "webhookProvisioningVsNone", label: "provisioning with one webhook subscribed ÷ with none", unit: "×", target: { op: ">=", value: 0.8 } },
   { key: "idleTransactionsPerSecond", label: "one idle keyplane (listener and webhook sender on, no request): DB transactions a second", unit: "tx/s", target: { op: "<=", value: 1 } },
   { key: "nginxAuthVsPlain", label: "nginx with auth_request to keyplane ÷ nginx without", unit: "×", target: { op: ">=", value: 0.5 } },
+  { key: "importSeconds", label: "import: 1,000,000 keys in one POST /admin/keys/import, first byte sent to last byte read", unit: "s", target: { op: "<=", value: 60 } },
+  { key: "importKeysPerSecond", label: "import: keys a second", unit: "keys/s" },
+  { key: "importRssGrowthMiB", label: "import: server's peak RSS growth", unit: "MiB", target: { op: "<=", value: 64 } },
+  { key: "exportSeconds", label: "export: 1,000,000 keys in one GET /admin/keys/export, to last byte", unit: "s", target: { op: "<=", value: 20 } },
+  { key: "exportRssGrowthMiB", label: "export: server's peak RSS growth", unit: "MiB", target: { op: "<=", value: 64 } },
+  { key: "importAuthP99VsIdle", label: "GET /auth p99 for another key during the import ÷ idle, same run", unit: "×", target: { op: "<=", value: 2 } },
 ] as const satisfies readonly FigureSpec[];
 
 export type FigureKey = (typeof FIGURES)[number]["key"];

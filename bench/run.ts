@@ -17,6 +17,7 @@ import { lineagePhase } from "./lineage.ts";
 import { policyPhase } from "./policy.ts";
 import { webhooksPhase } from "./webhooks.ts";
 import { idlePhase } from "./idle.ts";
+import { importPhase } from "./import.ts";
 import { scalingPhase } from "./scaling.ts";
 import { cpuMeter, memoryOf, REPO, resetPeak, sleep, startBare, startKeyplane, type CpuUse, type KeyplaneEnv, type Metered, type Server } from "./processes.ts";
 import { profileText, summarizeProfile, type ProfileSummary } from "./profile.ts";
@@ -25,9 +26,9 @@ import { FIGURES, figures, machine, markdownTable, versions, type FigureKey } fr
 // `npm run bench`: keyplane on PostgreSQL, measured in one run against a bare node:http baseline.
 // See bench/README.md for what each figure means and how it is measured.
 
-const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway", "metrics", "policy", "analytics", "webhooks", "idle", "scaling"] as const;
-/** Every phase but scaling, which starts four processes and runs only when asked for. */
-const DEFAULT_PHASES = PHASES.filter((p) => p !== "scaling");
+const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway", "metrics", "policy", "analytics", "webhooks", "idle", "scaling", "import"] as const;
+/** Every phase but scaling, which starts four processes, and import, which writes a million keys: they run only when asked for. */
+const DEFAULT_PHASES = PHASES.filter((p) => p !== "scaling" && p !== "import");
 type Phase = (typeof PHASES)[number];
 
 interface Settings {
@@ -500,6 +501,13 @@ async function main(): Promise<number> {
       const scaling = await scalingPhase({ ...s, say, expectAnswers }, a, env, db, owner);
       runs.scaling = scaling;
       say(`scaling: ${JSON.stringify(scaling)}`);
+    }
+    if (s.phases.has("import")) {
+      const keys = Number(process.env.BENCH_IMPORT_KEYS ?? (s.mode === "full" ? 1_000_000 : 20_000));
+      const imported = await importPhase({ say, problem: (text) => problems.push(text), keys, seconds: s.seconds }, a, env.adminToken, fixture);
+      Object.assign(values, imported.figures);
+      Object.assign(details, imported.details);
+      runs.import = imported.run;
     }
     if (profileDir) {
       await a.stop();

@@ -1,6 +1,7 @@
 import { bool, CliError, commandLine, integer, pageParams, query, type OptionValues } from "./keys-api.ts";
 import { analyticsCommand } from "./keys-analytics.ts";
 import { creditsCommand, policyCommand, readInput, type ReadInput } from "./keys-policy.ts";
+import { exportCommand, importCommand } from "./keys-transfer.ts";
 import { table } from "./table.ts";
 
 // `keyplane keys ...`: the everyday key tasks against a running server (docs/operations.md, "The
@@ -21,6 +22,8 @@ commands:
   analytics [KEY] [--interval minute|hour|day] [--from TIME] [--to TIME] [--top N]
                                            verdicts by outcome over time (default the last 25 hours):
                                            the key's, or without KEY its scope's and its most used keys
+  import FILE [--create-directory]        keys from another platform, one JSON line each (admin token)
+  export [--customer C [--domain D]]      every live key, one JSON line each, to stdout (admin token)
 
 KEY is a key's numeric id or its keyId. BASE is a key path of the API, such as
 /customers/acme/domains/sip.acme.example/keys (default /keys: the caller's own scope).
@@ -46,6 +49,9 @@ const OPTIONS = {
   from: { type: "string" },
   to: { type: "string" },
   top: { type: "string" },
+  customer: { type: "string" },
+  domain: { type: "string" },
+  "create-directory": { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -108,6 +114,11 @@ export async function keysCommand(
       return creditsCommand(api, keyRef(arg), o, show);
     case "analytics":
       return analyticsCommand(api, arg === undefined ? undefined : keyRef(arg), o, show);
+    case "import":
+      if (!arg) throw new CliError("import needs the FILE to import");
+      return importCommand(env, arg, o["create-directory"] === true, o.output === "json", out, undefined, fetchImpl);
+    case "export":
+      return exportCommand(env, o.customer, o.domain, out, undefined, fetchImpl);
     default:
       throw new CliError(`unknown command "keys ${command}"\n\n${KEYS_USAGE}`);
   }

@@ -4,6 +4,7 @@ import { unauthorized } from "../domain/errors.ts";
 import { authenticate } from "../services/verification/authenticate.ts";
 import type { RuntimeOptions } from "../runtime/runtime.ts";
 import type { DirectoryNeeds } from "../services/directory/needs.ts";
+import type { ImportNeeds } from "../services/import/needs.ts";
 import type { KeysNeeds } from "../services/keys/needs.ts";
 import type { LeaksNeeds } from "../services/leaks/needs.ts";
 import type { OperationsNeeds } from "../services/operations/needs.ts";
@@ -11,10 +12,11 @@ import type { PolicyNeeds } from "../services/policy/needs.ts";
 import type { VerificationNeeds } from "../services/verification/needs.ts";
 import type { WebhooksNeeds } from "../services/webhooks/needs.ts";
 import { adminRoutes } from "./directory/admin-routes.ts";
-import { BODY_LIMIT, hasBody, isJson } from "./body.ts";
+import { BODY_LIMIT, hasBody, isJson, isStreamedBody } from "./body.ts";
 import { isAdminToken } from "./admin-token.ts";
 import { errorHandler, sendError } from "./errors.ts";
 import { healthRoutes } from "./operations/health-routes.ts";
+import { importRoutes } from "./import/import-routes.ts";
 import { keysRoutes } from "./keys/keys-routes.ts";
 import { verifyRoutes } from "./verification/verify-routes.ts";
 import { authRoutes, type AuthHandler } from "./verification/auth-routes.ts";
@@ -46,7 +48,7 @@ export interface AppOptions {
  * The app mounts every room's routes, so it takes what each of them needs; each route factory is
  * handed this one object and reads only its own rooms' part of it.
  */
-export type AppNeeds = KeysNeeds & VerificationNeeds & PolicyNeeds & WebhooksNeeds & LeaksNeeds & DirectoryNeeds & OperationsNeeds;
+export type AppNeeds = KeysNeeds & VerificationNeeds & PolicyNeeds & WebhooksNeeds & LeaksNeeds & DirectoryNeeds & OperationsNeeds & ImportNeeds;
 
 export function createApp(ctx: AppNeeds, options: AppOptions): express.Express {
   const app = express();
@@ -74,6 +76,7 @@ export function createApp(ctx: AppNeeds, options: AppOptions): express.Express {
     ...authRoutes(options.auth),
     ...leakRoutes(ctx),
     ...webhooksRoutes(ctx),
+    ...importRoutes(ctx),
     ...analyticsRoutes(ctx, options.analytics),
   );
   const router = express.Router({ caseSensitive: true, strict: false });
@@ -94,9 +97,9 @@ export function createApp(ctx: AppNeeds, options: AppOptions): express.Express {
   return app;
 }
 
-/** A request with a body must say it is JSON: anything else is 415 (docs/api.md, "Errors"). */
+/** A request with a body must say it is JSON: anything else is 415 (docs/api.md, "Errors"); the import's route judges its own. */
 function requireJsonBody(req: Request, res: Response, next: NextFunction): void {
-  if (hasBody(req) && !isJson(req)) {
+  if (hasBody(req) && !isJson(req) && !isStreamedBody(req)) {
     sendError(res, "unsupported_media_type", "The request body must be JSON (Content-Type: application/json).");
     return;
   }

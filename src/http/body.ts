@@ -17,10 +17,26 @@ export const BODY_LIMIT = 16 * 1024;
 export const LARGE_BODY_LIMIT = 1024 * 1024;
 export const LARGE_BODY_PATHS: readonly string[] = ["/leaks/github", "/admin/leaks"];
 
+/**
+ * The import takes a file of any size, read line by line as it arrives (docs/migration.md): no limit
+ * on the whole body, each of its lines bounded instead. Nor is it cut when the whole request takes
+ * over 30 s: its answer begins at once, and a request already answering is closed only once its answer
+ * is done (refusals.ts).
+ */
+export const STREAMED_BODY_PATHS: readonly string[] = ["/admin/keys/import"];
+
+const postTo = (req: IncomingMessage, paths: readonly string[]) => {
+  const path = (req.url ?? "").split("?")[0]!;
+  return req.method === "POST" && paths.some((p) => path === p || path === `${p}/`);
+};
+
+/** Whether a request's body is one of those read as a stream, without a limit on its size or its time. */
+export const isStreamedBody = (req: IncomingMessage) => postTo(req, STREAMED_BODY_PATHS);
+
 /** The body limit of a request, by its path as the router matches it: exactly, or with one trailing slash. */
 export function bodyLimitOf(req: IncomingMessage): number {
-  const path = (req.url ?? "").split("?")[0]!;
-  return req.method === "POST" && LARGE_BODY_PATHS.some((p) => path === p || path === `${p}/`) ? LARGE_BODY_LIMIT : BODY_LIMIT;
+  if (isStreamedBody(req)) return Infinity;
+  return postTo(req, LARGE_BODY_PATHS) ? LARGE_BODY_LIMIT : BODY_LIMIT;
 }
 
 /** The limit as a 413's message says it. */

@@ -6,7 +6,7 @@ import { deliveryObject, newWebhookObject, webhookObject } from "./webhooks/webh
 import { policyObject } from "./policy/policy-schema.ts";
 import { usageObject } from "./policy/usage-schema.ts";
 import { analyticsObject, scopeAnalyticsObject } from "./analytics/analytics-schema.ts";
-import type { Route } from "./route.ts";
+import type { NdjsonLines, Route } from "./route.ts";
 import {
   applicationObject, creditsBody, creditsObject, customerObject, domainObject, errorObject, eventObject, healthObject, keyObject, openApiObject, subscriberObject, userObject,
   userWithKeyObject, verdictObject,
@@ -177,7 +177,7 @@ function operation(r: Route): object {
   // invoke passes the application's own answer on, whatever its status: the default response.
   const responses: Record<string, object> = r.operationId === "invokeApplication"
     ? { default: { description: r.ok.description, headers, content: { "*/*": { schema: {}, example: { answered: true } } } } }
-    : { [r.ok.status]: { description: r.ok.description, headers, ...(r.ok.schema && { content: content(r.ok.schema) }) } };
+    : { [r.ok.status]: { description: r.ok.description, headers, ...(r.ok.schema && { content: content(r.ok.schema) }), ...(r.lines && { content: ndjson(r.lines.response) }) } };
   for (const code of refusalsOf(r)) responses[statusOf(code)] = ref(ERROR_NAMES[code], "responses");
   return {
     operationId: r.operationId,
@@ -192,8 +192,15 @@ function operation(r: Route): object {
         content: { "application/json": { schema: bodySchema(r.body), example: requestExample(r.operationId, r.body) } },
       },
     }),
+    ...(r.lines?.request && { requestBody: { required: true, content: ndjson(r.lines.request) } }),
     responses,
   };
+}
+
+/** An NDJSON body: the schema of each of its lines, and examples of a few lines, one by one. */
+function ndjson(lines: NdjsonLines): object {
+  const examples = Object.fromEntries(lines.examples.map((value, i) => [`line${i + 1}`, { value }]));
+  return { "application/x-ndjson": { schema: withoutIds(schemaOf(lines.schema)), examples } };
 }
 
 /** The examples some operation refers to: an unused component is a linter's warning. */

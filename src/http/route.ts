@@ -26,11 +26,19 @@ export interface Route<B = unknown, Q = unknown> {
   bodyRequired?: boolean;
   query?: z.ZodType<Q>;
   ok: { status: number; description: string; schema?: z.ZodType; headers?: string[] };
+  /** An operation that takes or answers NDJSON (the import and the export): the schema of one line of each, with an example. */
+  lines?: { request?: NdjsonLines; response: NdjsonLines };
   /** What else this operation can answer, beyond what every operation can (see openapi.ts). */
   refusals?: ErrorCode[];
   /** false for the few operations that answer without the database (/healthz, /openapi.json). */
   database?: boolean;
   handle: (req: Request, res: Response, input: { body: B; query: Q }) => Promise<void> | void;
+}
+
+export interface NdjsonLines {
+  schema: z.ZodType;
+  /** A few lines, each as its JSON value. */
+  examples: object[];
 }
 
 export type Auth = "key" | "admin" | "github" | "none";

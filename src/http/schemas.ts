@@ -21,7 +21,7 @@ function upTo<S extends z.ZodType<string>>(schema: S, max: number): S {
 
 /** Free text (docs/api.md, "Text"): well-formed Unicode without NUL. Every free-text field is this; the others are ASCII patterns, which imply it. */
 export const text = (max: number) => upTo(z.string().regex(TEXT, TEXT_RULE), max);
-const keyName = keyNameSchema.regex(TEXT, TEXT_RULE);
+export const keyName = keyNameSchema.regex(TEXT, TEXT_RULE);
 
 /** An RFC 3339 time with its offset ("Z" or "+02:00"); whether it lies in the future, the service checks against its clock. */
 export const rfc3339 = z.iso
@@ -197,6 +197,7 @@ const actorObject = z.discriminatedUnion("type", [
   z.object({ type: z.literal("operator"), apiKey: z.string().describe("namespace/name of the ApiKey resource") }).strict(),
   z.object({ type: z.literal("runtime") }).strict(),
   z.object({ type: z.literal("system") }).strict(),
+  z.object({ type: z.literal("import") }).strict().describe("An import of keys (POST /admin/keys/import)"),
   z.object({ type: z.literal("scanner"), name: z.enum(["github", "admin"]).describe("Who reported the leak: GitHub (/leaks/github) or the admin (/admin/leaks)") }).strict(),
 ]);
 /** A `leaked` event's `changes.leak`: where the scanner found the token (docs/leaks.md). */
@@ -207,11 +208,12 @@ export const eventObject = z.object({
   action: z.enum(KEY_ACTIONS),
   key: z.object({
     id, name: z.string(), type: z.enum(KEY_TYPES), tenantId: id, domainId: id.nullable(), applicationId: id.nullable(), subscriberId: id.nullable(),
-  }).strict(),
+  }).strict().nullable().describe("The key the event is about; null for an export (action exported), which is about no one key."),
   actor: actorObject,
   changes: z.object({ leak: leakChange.optional() }).catchall(z.tuple([z.unknown(), z.unknown()]))
     .describe("Each changed field: [before, after]; a `leaked` event's `leak` is where the token was found instead."),
   requestId: z.string().nullable(),
+  count: z.number().int().min(0).optional().describe("An export's number of keys (action exported)."),
 }).strict();
 
 export const creditsObject = z.object({

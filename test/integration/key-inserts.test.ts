@@ -62,7 +62,7 @@ describe.each(backends())("provisioning's inserts on %s", (backend) => {
     expect(stored.map((s) => s?.hash.toString("hex"))).toEqual(keys.map((k) => k.hash.toString("hex")));
     for (const s of stored) {
       const events = await eventListByKey(t.db, s!.id, undefined);
-      expect(events.map((e) => [e.action, e.key.name, e.at, e.changes])).toEqual([["created", s!.name, now, { name: [null, s!.name] }]]);
+      expect(events.map((e) => [e.action, e.key!.name, e.at, e.changes])).toEqual([["created", s!.name, now, { name: [null, s!.name] }]]);
     }
   });
 

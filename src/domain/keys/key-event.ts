@@ -2,12 +2,12 @@ import type { KeyType } from "../model.ts";
 
 // The record of every change to a key (docs/api.md, "Events"): append-only, written in the same
 // transaction as the change, and never holding a token.
-export const KEY_ACTIONS = ["created", "updated", "rotated", "deleted", "expired", "leaked"] as const;
+export const KEY_ACTIONS = ["created", "updated", "rotated", "deleted", "expired", "leaked", "exported"] as const;
 export type KeyAction = (typeof KEY_ACTIONS)[number];
 
 /**
  * Who made a change: a key (through the REST API), the admin, the operator for an ApiKey, the runtime,
- * keyplane itself, or a scanner's leak report (docs/leaks.md).
+ * keyplane itself, a scanner's leak report (docs/leaks.md), or an import of keys (docs/migration.md).
  */
 export type Actor =
   | { type: "key"; id: number; name: string }
@@ -15,7 +15,8 @@ export type Actor =
   | { type: "operator"; apiKey: string }
   | { type: "runtime" }
   | { type: "system" }
-  | { type: "scanner"; name: ScannerName };
+  | { type: "scanner"; name: ScannerName }
+  | { type: "import" };
 
 /** Who reported a leak: GitHub's secret scanning (POST /leaks/github), or another scanner through the admin (POST /admin/leaks). */
 export type ScannerName = "github" | "admin";
@@ -55,10 +56,13 @@ export interface KeyEvent {
   id: number;
   at: Date;
   action: KeyAction;
-  key: EventKey;
+  /** The key it is about; null for an export (docs/migration.md), which is about no one key. */
+  key: EventKey | null;
   actor: Actor;
   changes: Changes | LeakChanges;
   requestId: string | null;
+  /** An export's number of keys. */
+  count?: number;
 }
 
 /** The fields of a key that events follow. */

@@ -37,7 +37,7 @@ export function keyJson(key: Key): Record<string, unknown> {
 
 /** An event as the API shows it (docs/api.md, "Events"): the contract's field order; no token, ever. */
 export function eventJson(e: KeyEvent): Record<string, unknown> {
-  return { id: e.id, at: e.at, action: e.action, key: e.key, actor: e.actor, changes: e.changes, requestId: e.requestId };
+  return { id: e.id, at: e.at, action: e.action, key: e.key, actor: e.actor, changes: e.changes, requestId: e.requestId, count: e.count };
 }
 
 /** A key in the full shape without its keyId: POST /verify's key (the caller has the token), a webhook notice's (docs/webhooks.md). */

@@ -27,7 +27,9 @@ export interface KeyLogRead {
   /**
    * The events asked for, in id order, each with the change of its key as an announcement would give
    * it; `change` undefined for a key's creation, which is not announced either (the trigger fires on
-   * updates): nothing cached can be out of date for a key that did not exist.
+   * updates): nothing cached can be out of date for a key that did not exist. An imported key is the
+   * exception: its token was chosen elsewhere and may have been refused here before it existed, so its
+   * creation is announced (store/import/import-keys.ts), and delivered here too.
    */
   events: { event: number; change: KeyChange | undefined }[];
 }
@@ -38,13 +40,13 @@ export interface KeyLogRead {
  * largest id.
  */
 export async function keyLogRead(q: Queryable, after: number | null, also: readonly number[], limit: number): Promise<KeyLogRead> {
-  const rows = await q.query<{ xmin: string; xmax: string; last: string | null; event: string | null; action: string; id: number; hash: string; managed_by: string | null }>(
-    `SELECT m.xmin, m.xmax, m.last, e.id::text AS event, e.action, k.id, encode(k.token_hash, 'hex') AS hash, k.managed_by
+  const rows = await q.query<{ xmin: string; xmax: string; last: string | null; event: string | null; action: string; actor: string | null; id: number; hash: string; managed_by: string | null }>(
+    `SELECT m.xmin, m.xmax, m.last, e.id::text AS event, e.action, e.actor, k.id, encode(k.token_hash, 'hex') AS hash, k.managed_by
        FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, pg_snapshot_xmax(pg_current_snapshot())::text AS xmax,
                     (SELECT max(id) FROM key_events)::text AS last) m
        LEFT JOIN LATERAL (
-         SELECT * FROM ((SELECT id, action, key_id FROM key_events WHERE id > $1 ORDER BY id LIMIT $3)
-                        UNION (SELECT id, action, key_id FROM key_events WHERE id = ANY($2::bigint[]))) e
+         SELECT * FROM ((SELECT id, action, key_id, actor->>'type' AS actor FROM key_events WHERE id > $1 ORDER BY id LIMIT $3)
+                        UNION (SELECT id, action, key_id, actor->>'type' FROM key_events WHERE id = ANY($2::bigint[]))) e
           ORDER BY e.id LIMIT $3) e ON true
        -- Each event's key, one probe of the primary key each (LIMIT 1 keeps it so, whatever the
        -- statistics say of either table): the read is of the newest events, a few against many keys.
@@ -60,9 +62,12 @@ export async function keyLogRead(q: Queryable, after: number | null, also: reado
     last: Number(first.last ?? 0),
     events: rows
       .filter((r) => r.event !== null)
-      .map((r) => ({ event: Number(r.event), change: r.action === "created" ? undefined : { id: r.id, hash: r.hash, managedBy: r.managed_by } })),
+      .map((r) => ({ event: Number(r.event), change: unannounced(r) ? undefined : { id: r.id, hash: r.hash, managedBy: r.managed_by } })),
   };
 }
+
+/** Whether an event's change is one no announcement carries: a key's creation, but an import's; an export, about no key. */
+const unannounced = (r: { action: string; actor: string | null }) => (r.action === "created" && r.actor !== "import") || r.action === "exported";
 
 /** What one read comes to: the changes to deliver, or that the log cannot say what was missed. */
 export type Catch = { changes: KeyChange[] } | { missed: true };

@@ -40,7 +40,7 @@ export const eventParams = (author: Author, changes: Changes): [string, string, 
 
 /** An event's columns, of alias `e`, as eventFrom reads them (webhook-deliveries.ts joins them to a delivery). */
 export const EVENT_COLUMNS = `e.id, e.at, e.action, e.key_id, e.key_name, e.key_type, e.tenant_id, e.domain_id, e.application_id,
-  e.subscriber_id, e.actor, e.changes, e.request_id`;
+  e.subscriber_id, e.actor, e.changes, e.request_id, e.count`;
 
 export function eventFrom(row: Row): KeyEvent {
   return {
@@ -48,7 +48,7 @@ export function eventFrom(row: Row): KeyEvent {
     id: Number(row.id),
     at: row.at as Date,
     action: row.action as KeyAction,
-    key: {
+    key: row.key_id == null ? null : {
       id: row.key_id as number,
       name: row.key_name as string,
       type: row.key_type as KeyType,
@@ -61,7 +61,17 @@ export function eventFrom(row: Row): KeyEvent {
     actor: (({ type, ...rest }) => ({ type, ...rest }))(row.actor as Actor) as Actor,
     changes: row.changes as Changes,
     requestId: (row.request_id ?? null) as string | null,
+    ...(row.count != null && { count: row.count as number }),
   };
+}
+
+/** Records an export of `count` keys in the admin's trail (docs/migration.md): an event about no one key. */
+export async function eventRecordExport(q: Queryable, count: number, author: Author, now: Date): Promise<void> {
+  const [actor, , requestId] = eventParams(author, {});
+  await q.query(
+    `INSERT INTO key_events (at, action, actor, changes, request_id, count) VALUES ($1, 'exported', $2::jsonb, '{}', $3, $4)`,
+    [now, actor, requestId, count],
+  );
 }
 
 /** One key's events, oldest first. */

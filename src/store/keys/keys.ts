@@ -55,7 +55,8 @@ export interface NewKey extends KeyInsert {
 // Statements on the hot paths are texts built once (the driver prepares each under a name it finds by
 // its text, and a new string would be hashed anew on every call). This one takes its rows as arrays,
 // so one prepared statement inserts any number of keys.
-const INSERT_UNLESS_EXISTS = `
+/** The insert of keyInsertUnlessExists, then `select` (a statement over the CTE `inserted`). */
+const insertUnlessExists = (select: string) => `
   WITH input AS (
     SELECT decode(hash, 'hex') AS hash, decode(sealed, 'hex') AS sealed, name, active, type, tenant_id, domain_id,
            application_id, subscriber_id, user_id, managed_by, now, expires_at, actor, changes, request_id, policy::jsonb,
@@ -79,7 +80,10 @@ const INSERT_UNLESS_EXISTS = `
     INSERT INTO policy_balances (holder, remaining, refilled_at, generation)
     SELECT 'key:' || i.id, (i.policy->'credits'->>'remaining')::bigint, i.created_at, 1 FROM inserted i WHERE i.policy ? 'credits'),
   created AS (${recordEvents("(SELECT i.*, v.now AS event_at, v.actor, v.changes, v.request_id FROM inserted i JOIN input v ON v.hash = i.token_hash)", "created", { at: "s.event_at", actor: "s.actor", changes: "s.changes", requestId: "s.request_id" })})
-  ${keySelect("inserted")}`;
+  ${select}`;
+const INSERT_UNLESS_EXISTS = insertUnlessExists(keySelect("inserted"));
+/** The same, answering only the new keys' ids and hashes: an import has no use for the rest. */
+const INSERT_IDS_UNLESS_EXISTS = insertUnlessExists("SELECT i.id, i.token_hash FROM inserted i");
 
 /**
  * Inserts keys, each with its `created` event, in one statement, except those whose name a key holds
@@ -87,17 +91,28 @@ const INSERT_UNLESS_EXISTS = `
  * its directory objects, or undefined. A row that breaks a constraint fails the whole statement.
  */
 export async function keyInsertUnlessExists(q: Queryable, keys: readonly NewKey[]): Promise<(StoredKey | undefined)[]> {
+  const rows = await q.query(INSERT_UNLESS_EXISTS, insertParams(keys));
+  const inserted = new Map(rows.map((row) => [(row.token_hash as Buffer).toString("hex"), storedKeyFrom(row)]));
+  return keys.map((k) => inserted.get(k.hash.toString("hex")));
+}
+
+/** keyInsertUnlessExists answering only each new key's id (undefined for a key not inserted): what an import needs. */
+export async function keyInsertIdsUnlessExists(q: Queryable, keys: readonly NewKey[]): Promise<(number | undefined)[]> {
+  const rows = await q.query(INSERT_IDS_UNLESS_EXISTS, insertParams(keys));
+  const inserted = new Map(rows.map((row) => [(row.token_hash as Buffer).toString("hex"), row.id as number]));
+  return keys.map((k) => inserted.get(k.hash.toString("hex")));
+}
+
+function insertParams(keys: readonly NewKey[]): unknown[] {
   const column = <T>(value: (k: NewKey) => T) => keys.map(value);
-  const rows = await q.query(INSERT_UNLESS_EXISTS, [
+  return [
     column((k) => k.hash.toString("hex")), column((k) => k.sealed.toString("hex")), column((k) => k.name), column((k) => k.active),
     column((k) => k.type), column((k) => k.scope.tenantId), column((k) => k.scope.domainId), column((k) => k.scope.applicationId),
     column((k) => k.scope.subscriberId), column((k) => k.userId), column((k) => k.managedBy), column((k) => k.now),
     column((k) => k.expiresAt), column((k) => JSON.stringify(k.author.actor)), column((k) => JSON.stringify(k.changes)),
     column((k) => k.author.requestId), column((k) => policyParam(k.policy ?? null)), column((k) => k.parentId ?? null),
     column((k) => `{${(k.ancestors ?? []).join(",")}}`),
-  ]);
-  const inserted = new Map(rows.map((row) => [(row.token_hash as Buffer).toString("hex"), storedKeyFrom(row)]));
-  return keys.map((k) => inserted.get(k.hash.toString("hex")));
+  ];
 }
 
 const FIND_BY_IDENTITY = `${KEY_SELECT} WHERE ${identity(1)} AND ${live(6)}`;

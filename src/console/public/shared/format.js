@@ -81,6 +81,7 @@ export function actorOf(actor) {
     case "runtime": return "the voice-application runtime";
     case "system": return "keyplane";
     case "scanner": return `the leak scanner ${actor.name ?? ""}`.trim();
+    case "import": return "an import of keys";
     default: return "unknown";
   }
 }

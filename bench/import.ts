@@ -1,0 +1,175 @@
+import { randomBytes } from "node:crypto";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import type autocannon from "autocannon";
+import { load, type LoadResult } from "./load.ts";
+import { memoryOf, resetPeak, type Server } from "./processes.ts";
+
+// The import phase (bench/README.md, `--only import`): KEYS keys imported through POST
+// /admin/keys/import in one request, the directory created on the way (one customer, DOMAINS
+// domains; the file written first, then sent by curl), then exported through GET /admin/keys/export;
+// each timed from the first byte sent to the
+// last byte read, with the server's peak RSS over its RSS before. Meanwhile GET /auth for another
+// customer's key runs at a steady pace, and its p99 is set against the same load's p99 while idle, in
+// the same run (docs/migration.md, "Cost").
+
+export interface ImportFigures {
+  importSeconds: number;
+  importKeysPerSecond: number;
+  importRssGrowthMiB: number;
+  exportSeconds: number;
+  exportRssGrowthMiB: number;
+  importAuthP99VsIdle: number;
+}
+
+export interface ImportTools {
+  say(text: string): void;
+  problem(text: string): void;
+  keys: number;
+  /** Seconds of the /auth load while idle. */
+  seconds: number;
+}
+
+const DOMAINS = 100;
+/** /auth's load, idle and during the import: a steady pace, as a gateway's would be, not a flood that takes every core. */
+const AUTH_CONNECTIONS = 4;
+const AUTH_RATE = 1_000;
+const MiB = 1024 * 1024;
+const round = (n: number, digits = 2) => Number(n.toFixed(digits));
+
+/**
+ * Writes the file's lines to `path`, in pieces: never the whole file in this process's memory. Made
+ * before the import, not while it runs: autocannon measures /auth's latency in this process, and
+ * making the lines meanwhile would delay its reading of answers, as if the server were slower.
+ */
+async function writeImportFile(path: string, keys: number): Promise<void> {
+  const out = createWriteStream(path);
+  const lines: string[] = [];
+  for (let i = 0; i < keys; i++) {
+    const keyId = "XI" + randomBytes(16).toString("hex").toUpperCase();
+    lines.push(JSON.stringify({ customer: "bench-import", domain: `d${i % DOMAINS}.import.example`, name: `key-${i}`, keyId, createdAt: "2024-01-01T00:00:00Z" }));
+    if (lines.length === 1000 || i === keys - 1) {
+      if (!out.write(lines.join("\n") + "\n")) await once(out, "drain");
+      lines.length = 0;
+    }
+  }
+  out.end();
+  await once(out, "finish");
+}
+
+/**
+ * POSTs the file with curl, a process of its own, its answer to `answers`: sending a file and reading
+ * a million answer lines stays out of this process, where autocannon measures /auth (as above).
+ */
+async function curlImport(url: string, token: string, file: string, answers: string): Promise<number> {
+  const child = spawn("curl", ["-sS", "-o", answers, "-w", "%{http_code}", "-H", `Authorization: Bearer ${token}`, "-H", "Content-Type: application/x-ndjson",
+    "-T", file, "-X", "POST", `${url}/admin/keys/import?createDirectory=true`], { stdio: ["ignore", "pipe", "inherit"] });
+  let status = "";
+  child.stdout.on("data", (c: Buffer) => (status += c.toString()));
+  await once(child, "exit");
+  return Number(status);
+}
+
+/** Sends a request and reads its NDJSON answer line by line, calling `onLine`; resolves with the status. */
+function ndjsonRequest(url: string, method: string, path: string, token: string, onLine: (line: string) => void): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}${path}`, { method, headers: { Authorization: `Bearer ${token}` } }, (res) => {
+      let rest = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => {
+        const parts = (rest + chunk).split("\n");
+        rest = parts.pop()!;
+        for (const part of parts) onLine(part);
+      });
+      res.on("end", () => {
+        if (rest) onLine(rest);
+        resolve(res.statusCode ?? 0);
+      });
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+export async function importPhase(t: ImportTools, a: Server, adminToken: string, authKey: { customer: string; token: string }) {
+  const auth: autocannon.Request[] = [
+    { method: "GET", path: "/auth", headers: { authorization: `Bearer ${authKey.token}`, "x-original-method": "GET", "x-original-uri": `/customers/${authKey.customer}/calls` } },
+  ];
+  t.say(`import: GET /auth while idle, ${t.seconds} s, ${AUTH_CONNECTIONS} connections, ${AUTH_RATE} requests a second`);
+  const idle = await load({ url: a.url, connections: AUTH_CONNECTIONS, overallRate: AUTH_RATE, duration: t.seconds, requests: auth });
+
+  const dir = await mkdtemp(join(tmpdir(), "keyplane-bench-import-"));
+  try {
+    const file = join(dir, "keys.ndjson");
+    const answers = join(dir, "answers.ndjson");
+    t.say(`import: writing ${t.keys.toLocaleString("en")} keys to a file`);
+    await writeImportFile(file, t.keys);
+    return await measured(t, a, adminToken, auth, idle, file, answers);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function measured(t: ImportTools, a: Server, adminToken: string, auth: autocannon.Request[], idle: LoadResult, file: string, answers: string) {
+  const before = memoryOf(a.pid);
+  resetPeak(a.pid);
+  t.say(`import: ${t.keys.toLocaleString("en")} keys in one POST /admin/keys/import?createDirectory=true (curl), GET /auth alongside`);
+  let importDone = false;
+  const started = performance.now();
+  const sent = curlImport(a.url, adminToken, file, answers).finally(() => (importDone = true));
+  // /auth in slices of a second while the import runs: only the slices wholly within it count.
+  const during: LoadResult[] = [];
+  while (!importDone) {
+    const slice = await load({ url: a.url, connections: AUTH_CONNECTIONS, overallRate: AUTH_RATE, duration: 1, requests: auth });
+    if (!importDone) during.push(slice);
+  }
+  const status = await sent;
+  const importSeconds = (performance.now() - started) / 1000;
+  const importPeak = memoryOf(a.pid);
+  const statuses: Record<string, number> = {};
+  let summary: unknown;
+  for await (const line of createInterface({ input: createReadStream(answers) })) {
+    const answer = JSON.parse(line) as { status?: string; summary?: unknown };
+    if (answer.status) statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
+    else summary = answer.summary ?? answer;
+  }
+  if (status !== 200 || statuses.created !== t.keys) t.problem(`import: HTTP ${status}, ${JSON.stringify(statuses)}, ${JSON.stringify(summary)}`);
+
+  const beforeExport = memoryOf(a.pid);
+  resetPeak(a.pid);
+  t.say("import: GET /admin/keys/export of every key");
+  let exported = 0;
+  const exportStarted = performance.now();
+  const exportStatus = await ndjsonRequest(a.url, "GET", "/admin/keys/export", adminToken, () => exported++);
+  const exportSeconds = (performance.now() - exportStarted) / 1000;
+  const exportPeak = memoryOf(a.pid);
+  // The bench's own /auth customer's key is exported too.
+  if (exportStatus !== 200 || exported !== t.keys + 1) t.problem(`export: HTTP ${exportStatus}, ${exported} lines for ${t.keys + 1} keys`);
+
+  // Conservative: the worst of the one-second slices' p99s, never below the p99 of them all together.
+  const duringP99 = during.length ? Math.max(...during.map((slice) => slice.latency.p99)) : NaN;
+  const requestsDuring = during.reduce((n, slice) => n + slice.requests, 0);
+  const figures: ImportFigures = {
+    importSeconds: round(importSeconds, 1),
+    importKeysPerSecond: Math.round(t.keys / importSeconds),
+    importRssGrowthMiB: round(((importPeak?.hwm ?? NaN) - (before?.rss ?? NaN)) / MiB, 1),
+    exportSeconds: round(exportSeconds, 1),
+    exportRssGrowthMiB: round(((exportPeak?.hwm ?? NaN) - (beforeExport?.rss ?? NaN)) / MiB, 1),
+    importAuthP99VsIdle: round(duringP99 / idle.latency.p99),
+  };
+  return {
+    figures,
+    details: {
+      importSeconds: `${t.keys.toLocaleString("en")} keys, ${figures.importKeysPerSecond.toLocaleString("en")} keys/s, ${DOMAINS} domains created`,
+      importAuthP99VsIdle: `p99 ${round(duringP99, 3)} ms during (the worst p99 of ${during.length} one-second slices, ${requestsDuring} requests) vs ${round(idle.latency.p99, 3)} ms idle, ${AUTH_CONNECTIONS} connections, ${AUTH_RATE} requests a second`,
+    },
+    run: { statuses, summary, idleAuth: idle.latency, duringAuthP99Ms: duringP99, memory: { before, importPeak, beforeExport, exportPeak } },
+  };
+}

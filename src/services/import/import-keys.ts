@@ -1,0 +1,174 @@
+import { setImmediate as turn } from "node:timers/promises";
+import { AppError, statusOf, type ErrorCode } from "../../domain/errors.ts";
+import { importedType, importLineProblem, importVerdict, type ImportedKey, type ImportLine, type ImportVerdict } from "../../domain/import/import-line.ts";
+import { changesBetween, type Author, type Changes } from "../../domain/keys/key-event.ts";
+import { keyHolder } from "../../domain/keys/lineage.ts";
+import type { Policy } from "../../domain/policy/policy.ts";
+import { tokenHashHex } from "../../domain/keys/token.ts";
+import type { Queryable } from "../../store/database.ts";
+import { keyAnnounceCreated, keyFindByTokens, keyIdentitiesTaken, keyStatisticsRefresh } from "../../store/import/import-keys.ts";
+import { keyInsertIdsUnlessExists, keyLockById, keyUpdate, type NewKey } from "../../store/keys/keys.ts";
+import { orderedPolicy, policyParam } from "../../store/policy/policies.ts";
+import { policyChanges, resetBalance } from "../policy/policy-changes.ts";
+import { ImportDirectory } from "./import-directory.ts";
+import type { ImportNeeds, ImportOptions } from "./needs.ts";
+
+/** The error body a refused line carries, as every error answer's (docs/api.md, "Errors"). */
+export interface LineError {
+  status: number;
+  error: string;
+  message: string;
+}
+
+/** What one line came to: `id` with every status but invalid and conflict, `error` with those two. */
+export type LineOutcome =
+  | { status: "created" | "updated" | "unchanged"; id: number }
+  | { status: "conflict" | "invalid"; error: LineError };
+
+export const lineError = (code: ErrorCode, message: string): LineError => ({ status: statusOf(code), error: code, message });
+
+/**
+ * Lines worked on between two turns of the event loop: sealing a token and judging a line cost some
+ * 10-50 µs each, and the requests /auth answers meanwhile must not wait for a whole batch of them.
+ */
+const LINES_PER_TURN = 100;
+
+/** Keys created between two refreshes of the planner's statistics (store/import/import-keys.ts). */
+const KEYS_PER_ANALYZE = 100_000;
+
+/** A line resolved and judged ready to be compared with the store. */
+interface Pending {
+  index: number;
+  line: ImportLine;
+  key: ImportedKey & { policyValue: Policy | null };
+  hash: string;
+  identity: string;
+}
+
+/**
+ * Imports a file's lines, batch by batch, each line as if imported alone after the ones before it
+ * (docs/migration.md): a batch is read with two statements and written in one transaction, in which
+ * each key's rows are written whole or not at all. A line that names the token or the name of an
+ * earlier line of its batch starts a new one, so that it is judged against what that line wrote.
+ */
+export class KeyImport {
+  readonly #needs: ImportNeeds;
+  readonly #directory: ImportDirectory;
+  readonly #by: Author;
+  /** Keys created since the statistics were last refreshed. */
+  #unanalyzed = 0;
+
+  constructor(needs: ImportNeeds, options: ImportOptions) {
+    this.#needs = needs;
+    this.#by = options.by;
+    this.#directory = new ImportDirectory(needs, options);
+  }
+
+  /** The outcome of each line, in order. */
+  async importBatch(lines: readonly ImportLine[]): Promise<LineOutcome[]> {
+    const now = this.#needs.clock();
+    const outcomes: LineOutcome[] = new Array<LineOutcome>(lines.length);
+    let group: Pending[] = [];
+    const seen = new Set<string>();
+    for (const [index, line] of lines.entries()) {
+      if (index % LINES_PER_TURN === LINES_PER_TURN - 1) await turn();
+      const pending = await this.#prepare(index, line, now).catch((error: unknown) => {
+        if (!(error instanceof AppError)) throw error;
+        outcomes[index] = { status: "invalid", error: lineError(error.code, error.message) };
+        return undefined;
+      });
+      if (!pending) continue;
+      if (seen.has(pending.hash) || seen.has(pending.identity)) {
+        await this.#write(group, outcomes, now);
+        group = [];
+        seen.clear();
+      }
+      group.push(pending);
+      seen.add(pending.hash).add(pending.identity);
+    }
+    await this.#write(group, outcomes, now);
+    return outcomes;
+  }
+
+  async #prepare(index: number, line: ImportLine, now: Date): Promise<Pending | undefined> {
+    const problem = importLineProblem(line, now);
+    if (problem) throw new AppError("bad_request", `Invalid line: ${problem}.`);
+    const { scope, userId } = await this.#directory.resolve(line);
+    const policyValue = line.policy ? orderedPolicy(line.policy) : null;
+    const key = { scope, userId, name: line.name, active: line.active, expiresAt: line.expiresAt ?? null, policy: policyParam(policyValue), policyValue };
+    const identity = userId !== null ? `user:${userId}` : JSON.stringify([scope.tenantId, scope.domainId, scope.applicationId, scope.subscriberId, line.name]);
+    return { index, line, key, hash: tokenHashHex(line.keyId), identity };
+  }
+
+  /** Judges a group of lines (no two of one token or name) against the store, and writes what they change in one transaction. */
+  async #write(group: Pending[], outcomes: LineOutcome[], now: Date): Promise<void> {
+    if (group.length === 0) return;
+    const { db } = this.#needs;
+    const byToken = await keyFindByTokens(db, group.map((p) => p.hash), now);
+    const unheld = group.filter((p) => !byToken.has(p.hash));
+    const taken = new Map((await keyIdentitiesTaken(db, unheld.map((p) => p.key), now)).map((t, i) => [unheld[i]!, t]));
+    const verdicts = group.map((p): [Pending, ImportVerdict] => {
+      const held = byToken.get(p.hash);
+      return [p, importVerdict(p.key, held && { ...held, policy: policyParam(held.policy) }, taken.get(p) ?? false)];
+    });
+    const created = verdicts.filter(([, v]) => v.status === "created").map(([p]) => p);
+    const updated = verdicts.flatMap(([p, v]) => (v.status === "updated" ? [[p, v.id] as const] : []));
+    const newKeys: NewKey[] = [];
+    for (const p of created) {
+      if (newKeys.push(this.#newKey(p, now)) % LINES_PER_TURN === 0) await turn();
+    }
+    const inserted = await db.transaction(async (tx) => {
+      const ids = await keyInsertIdsUnlessExists(tx, newKeys);
+      await keyAnnounceCreated(tx, ids.flatMap((id, i) => (id !== undefined ? [{ id, hash: created[i]!.hash }] : [])));
+      for (const [p, id] of updated) await this.#update(tx, p, id, now);
+      return new Map(ids.map((id, i) => [created[i]!, id]));
+    });
+    const createdCount = [...inserted.values()].filter((id) => id !== undefined).length;
+    this.#needs.metrics?.keyEvents("created", createdCount);
+    this.#unanalyzed += createdCount;
+    if (this.#unanalyzed >= KEYS_PER_ANALYZE) await this.finish();
+    this.#needs.metrics?.keyEvents("updated", updated.length);
+    for (const [p, verdict] of verdicts) {
+      if (verdict.status === "created") {
+        const id = inserted.get(p);
+        // Another writer took the token or the name between the read and the write.
+        outcomes[p.index] = id !== undefined ? { status: "created", id } : { status: "conflict", error: lineError("conflict", "The token or the name was taken meanwhile.") };
+      } else if (verdict.status === "conflict") {
+        outcomes[p.index] = { status: "conflict", error: lineError("conflict", verdict.message) };
+      } else {
+        outcomes[p.index] = { status: verdict.status, id: verdict.id };
+      }
+      // This process's cache forgets the token at once; the others hear the announcement.
+      if (verdict.status === "created" || verdict.status === "updated") this.#needs.keyCache.invalidate(p.hash);
+    }
+  }
+
+  /** Once the file is done (and every KEYS_PER_ANALYZE keys): the planner learns how large the tables have grown, when many keys came. */
+  async finish(): Promise<void> {
+    if (this.#unanalyzed < KEYS_PER_ANALYZE / 10) return;
+    this.#unanalyzed = 0;
+    await keyStatisticsRefresh(this.#needs.db);
+  }
+
+  #newKey(p: Pending, now: Date): NewKey {
+    const { line, key } = p;
+    const createdAt = line.createdAt ?? now;
+    return {
+      hash: Buffer.from(p.hash, "hex"), sealed: this.#needs.sealer.seal(line.keyId, Buffer.from(p.hash, "hex")), name: key.name, active: key.active,
+      type: importedType(line), scope: key.scope, userId: key.userId, managedBy: null, expiresAt: key.expiresAt, policy: key.policyValue,
+      author: this.#by, now: createdAt,
+      changes: { ...changesBetween(undefined, { name: key.name, active: key.active, expiresAt: key.expiresAt, replacedBy: null }), ...policyChanges(null, key.policyValue) },
+    };
+  }
+
+  /** The line's active, expiry and policy onto its key, with an `updated` event; a policy set anew starts its balance again, as a PUT does. */
+  async #update(tx: Queryable, p: Pending, id: number, now: Date): Promise<void> {
+    const before = await keyLockById(tx, id, now);
+    if (!before) return;
+    const { key } = p;
+    const after = { name: before.name, active: key.active, activeAt: key.active && !before.active ? now : before.activeAt, expiresAt: key.expiresAt, policy: key.policyValue };
+    const changes: Changes = { ...changesBetween(before, { ...after, replacedBy: before.replacedBy }), ...policyChanges(before.policy, key.policyValue) };
+    if (changes.policy) Object.assign(changes, await resetBalance(tx, keyHolder(before), before.policy, key.policyValue, now));
+    await keyUpdate(tx, id, after, this.#by, changes, now);
+  }
+}

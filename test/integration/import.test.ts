@@ -1,0 +1,215 @@
+import { request } from "node:http";
+import supertest from "supertest";
+import { listen } from "../../src/http/server.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tokenHashHex } from "../../src/domain/keys/token.ts";
+import { keyLogRead } from "../../src/store/keys/key-catch-up.ts";
+import { backends } from "../support/databases.ts";
+import { exportFile, importFile, ndjson, token } from "../support/import.ts";
+import { startPeer, startService, type TestService } from "../support/service.ts";
+
+// POST /admin/keys/import and GET /admin/keys/export (docs/api.md, "Import and export"): every status
+// of a line, every refusal with its line number, a body cut off, a second run of the same file, and
+// the round trip export -> import into an empty keyplane -> export.
+const FUTURE = "2099-01-01T00:00:00.000Z";
+
+describe.each(backends())("import and export (%s)", (backend) => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startService(backend, { webhooks: { allowHttp: true, allowPrivate: true, sender: { pollMs: 3_600_000 } } });
+  });
+  afterAll(() => svc.stop());
+
+  it("imports keys at every level, creating the directory, and the keys authenticate at once", async () => {
+    const [c, d, a, s, u] = [token(), token(), token(), token(), token()];
+    const out = await importFile(svc, ndjson([
+      { customer: "acme", name: "root", keyId: c },
+      { customer: "acme", domain: "sip.acme.example", name: "billing", keyId: d, expiresAt: FUTURE, policy: { credits: { remaining: 5 } } },
+      { customer: "acme", domain: "sip.acme.example", application: "ivr", name: "ivr", keyId: a, type: "application" },
+      { customer: "acme", domain: "sip.acme.example", subscriber: "12125550100", name: "phone", keyId: s, active: false },
+      { customer: "acme", user: "ann@acme.example", name: "ann@acme.example", keyId: u },
+    ]));
+    expect(out.slice(0, 5).map((l) => [l.line, l.status])).toEqual([[1, "created"], [2, "created"], [3, "created"], [4, "created"], [5, "created"]]);
+    expect(out[5]).toEqual({ summary: { created: 5, updated: 0, unchanged: 0, conflict: 0, invalid: 0 } });
+    const self = await svc.as(d).get("/keys/self");
+    expect(self.status).toBe(200);
+    expect(self.body).toMatchObject({ id: out[1]!.id, name: "billing", type: "customer", expiresAt: FUTURE, policy: { credits: { remaining: 5 } } });
+    expect((await svc.as(s).get("/keys/self")).status).toBe(401);
+    expect((await svc.as(u).get("/keys/self")).body).toMatchObject({ type: "user", user: { email: "ann@acme.example" } });
+    const events = await svc.admin.get(`/admin/events?action=created`);
+    expect(events.body.filter((e: { key: { id: number } | null }) => e.key?.id === out[0]!.id)).toMatchObject([{ actor: { type: "import" } }]);
+    // No log line holds an imported token (the import's lines and the SQL log included), nor does the export's trail.
+    await exportFile(svc);
+    for (const t of [c, d, a, s, u]) expect(svc.logs.join("\n")).not.toContain(t);
+  });
+
+  it("answers every status and every refusal with its line number, and a second run changes nothing", async () => {
+    const [t1, t2, t3, t4] = [token(), token(), token(), token()];
+    const first = await importFile(svc, ndjson([
+      { customer: "globex", name: "one", keyId: t1 },
+      { customer: "globex", name: "two", keyId: t2 },
+      { customer: "globex", name: "gone", keyId: t3 },
+    ]));
+    expect(first.map((l) => l.status)).toEqual(["created", "created", "created", undefined]);
+    expect((await svc.admin.delete(`/admin/customers/globex`)).status).toBe(204);
+    const file = ndjson([
+      { customer: "initech", name: "one", keyId: t1 }, // another key's token (deleted with globex)
+      { customer: "initech", name: "a", keyId: t4 },
+      { customer: "initech", name: "a", keyId: t4 }, // the line before's key again
+      { customer: "initech", name: "a", keyId: token() }, // the name taken by an earlier line
+      { customer: "initech", name: "b", keyId: t4 }, // the token of an earlier line, another name
+      "not json",
+      "",
+      { customer: "initech", name: "c", keyId: t4.toLowerCase() },
+      { customer: "initech", name: "c", keyId: token(), expiresAt: "2020-01-01T00:00:00Z" },
+      { customer: "initech", name: "c", keyId: token(), createdAt: "yesterday" },
+      { customer: "initech", application: "ivr", name: "c", keyId: token() },
+      { customer: "initech", name: "c", keyId: token(), type: "application" },
+      { customer: "initech", name: "x".repeat(20_000), keyId: token() },
+      { customer: "no such", name: "c", keyId: token() },
+      { customer: "initech", name: "c", keyId: token(), policy: { ratelimits: [{ name: "a", limit: 0, windowSeconds: 1 }] } },
+    ]);
+    const out = await importFile(svc, file);
+    const statuses = out.slice(0, -1).map((l) => [l.line, l.status, (l.error as { error?: string } | undefined)?.error]);
+    expect(statuses).toEqual([
+      [1, "conflict", "conflict"],
+      [2, "created", undefined],
+      [3, "unchanged", undefined],
+      [4, "conflict", "conflict"],
+      [5, "conflict", "conflict"],
+      [6, "invalid", "bad_request"],
+      [7, "invalid", "bad_request"],
+      [8, "invalid", "bad_request"],
+      [9, "invalid", "bad_request"],
+      [10, "invalid", "bad_request"],
+      [11, "invalid", "bad_request"],
+      [12, "invalid", "bad_request"],
+      [13, "invalid", "payload_too_large"],
+      [14, "invalid", "bad_request"],
+      [15, "invalid", "bad_request"],
+    ]);
+    expect(out[2]!.id).toBe(out[1]!.id);
+    expect(out.at(-1)).toEqual({ summary: { created: 1, updated: 0, unchanged: 1, conflict: 3, invalid: 10 } });
+
+    const again = await importFile(svc, file);
+    expect(again.at(-1)).toEqual({ summary: { created: 0, updated: 0, unchanged: 2, conflict: 3, invalid: 10 } });
+    expect(again.slice(0, 3).map((l) => l.status)).toEqual(["conflict", "unchanged", "unchanged"]);
+
+    const disabled = await importFile(svc, ndjson([{ customer: "initech", name: "a", keyId: t4, active: false, expiresAt: FUTURE }]));
+    expect(disabled[0]).toEqual({ line: 1, status: "updated", id: out[1]!.id });
+    expect((await svc.as(t4).get("/keys/self")).status).toBe(401);
+    const events = (await svc.admin.get(`/admin/events`)).body.filter((e: { key: { id: number } | null }) => e.key?.id === out[1]!.id);
+    expect(events.map((e: { action: string; actor: object; changes: object }) => [e.action, e.actor, Object.keys(e.changes)])).toEqual([
+      ["updated", { type: "import" }, ["active", "expiresAt"]],
+      ["created", { type: "import" }, ["name", "active"]],
+    ]);
+  });
+
+  it("refuses an unknown entity without createDirectory, and a body that is not NDJSON", async () => {
+    const out = await importFile(svc, ndjson([{ customer: "nobody", name: "a", keyId: token() }]), "");
+    expect(out[0]).toMatchObject({ line: 1, status: "invalid", error: { status: 404, error: "not_found" } });
+    const json = await supertest(svc.app).post("/admin/keys/import").set("Authorization", `Bearer ${svc.adminToken}`).send({ customer: "acme" });
+    expect(json.status).toBe(415);
+    expect(json.body.error).toBe("unsupported_media_type");
+  });
+
+  it("sends no webhook message for what it imports, where a provisioned key gets one", async () => {
+    const hook = await svc.admin.post("/admin/webhooks", { url: "http://127.0.0.1:9/hook", events: ["key.created", "key.updated"] });
+    expect(hook.status, JSON.stringify(hook.body)).toBe(201);
+    const deliveries = async () => Number((await svc.database.db.query("SELECT count(*)::int AS n FROM webhook_deliveries"))[0]!.n);
+    const t = token();
+    await importFile(svc, ndjson([{ customer: "wayne", name: "hooked", keyId: t }]));
+    await importFile(svc, ndjson([{ customer: "wayne", name: "hooked", keyId: t, active: false }]));
+    expect(await deliveries()).toBe(0);
+    expect((await svc.admin.post("/admin/customers/wayne/keys", { name: "provisioned" })).status).toBe(200);
+    expect(await deliveries()).toBe(1);
+    expect((await svc.admin.delete(`/admin/webhooks/${hook.body.id}`)).status).toBe(204);
+  });
+
+  it("a body cut off mid-line: the lines before it stand, the cut line is invalid", async () => {
+    const [a, b] = [token(), token()];
+    const whole = ndjson([{ customer: "hooli", name: "a", keyId: a }, { customer: "hooli", name: "b", keyId: b }]);
+    const out = await importFile(svc, whole.slice(0, whole.length - 10));
+    expect(out.map((l) => l.status ?? "summary")).toEqual(["created", "invalid", "summary"]);
+    expect((await svc.as(a).get("/keys/self")).status).toBe(200);
+    expect((await svc.as(b).get("/keys/self")).status).toBe(401);
+  });
+
+  it("a key's token is 401 on /admin/keys/*, and domain without customer is 400", async () => {
+    const t = token();
+    await importFile(svc, ndjson([{ customer: "umbrella", name: "root", keyId: t }]));
+    for (const req of [svc.as(t).get("/admin/keys/export"), svc.as(t).post("/admin/keys/import")]) expect((await req).status).toBe(401);
+    const res = await svc.admin.get("/admin/keys/export?domain=sip.acme.example");
+    expect(res.status).toBe(400);
+    expect((await svc.admin.get("/admin/keys/export?customer=nobody")).status).toBe(404);
+  });
+
+  it("round trip: export, import into an empty keyplane, export again gives the same lines", async () => {
+    const before = await exportFile(svc);
+    expect(before.length).toBeGreaterThan(5);
+    expect(before.every((l) => !("deletedAt" in JSON.parse(l)))).toBe(true);
+    const empty = await startService(backend);
+    try {
+      const out = await importFile(empty, before.join("\n") + "\n");
+      expect(out.at(-1)).toEqual({ summary: { created: before.length, updated: 0, unchanged: 0, conflict: 0, invalid: 0 } });
+      expect((await exportFile(empty)).sort()).toEqual([...before].sort());
+    } finally {
+      await empty.stop();
+    }
+    const trail = (await svc.admin.get("/admin/events?action=exported")).body;
+    expect(trail[0]).toMatchObject({ action: "exported", key: null, actor: { type: "admin" }, count: before.length, changes: {} });
+    expect(JSON.stringify(trail)).not.toMatch(/XI[0-9A-F]{32}/);
+    const acme = await exportFile(svc, "?customer=acme");
+    expect(acme.length).toBe(5);
+    expect(await exportFile(svc, "?customer=acme&domain=sip.acme.example")).toHaveLength(3);
+  });
+
+  it("an imported token that both processes refused authenticates on both within a second", async () => {
+    const peer = await startPeer(svc);
+    try {
+      const t = token();
+      for (const p of [svc, peer]) expect((await p.as(t).get("/keys/self")).status).toBe(401);
+      await importFile(svc, ndjson([{ customer: "acme", name: "late", keyId: t }]));
+      expect((await svc.as(t).get("/keys/self")).status).toBe(200);
+      const deadline = performance.now() + 1_000;
+      let status = 0;
+      while (performance.now() < deadline && status !== 200) status = (await peer.as(t).get("/keys/self")).status;
+      expect(status).toBe(200);
+    } finally {
+      await peer.close();
+    }
+  });
+
+  it("the key event log delivers an imported key's creation as a change (a listener that missed its announcement drops the token), an export as none", async () => {
+    const start = await keyLogRead(svc.database.db, null, [], 10);
+    const t = token();
+    const [created] = await importFile(svc, ndjson([{ customer: "acme", name: "caught-up", keyId: t }]));
+    await exportFile(svc, "?customer=acme");
+    const read = await keyLogRead(svc.database.db, start.last, [], 10);
+    expect(read.events.map((e) => e.change)).toEqual([{ id: created!.id, hash: tokenHashHex(t), managedBy: null }, undefined]);
+  });
+
+  it("an import's body may take longer than the whole-request time limit of every other route", async () => {
+    const http = await listen(svc.app, 0, "127.0.0.1", { headersTimeoutMs: 500, requestTimeoutMs: 1_000, checkIntervalMs: 50 });
+    try {
+      const lines = [token(), token(), token()].map((t, i) => JSON.stringify({ customer: "acme", name: `slow-${i}`, keyId: t }) + "\n");
+      const answer = await new Promise<string>((resolve, reject) => {
+        const req = request(`${http.url}/admin/keys/import?createDirectory=true`, {
+          method: "POST", headers: { Authorization: `Bearer ${svc.adminToken}`, "Content-Type": "application/x-ndjson" },
+        }, (res) => {
+          let text = "";
+          res.on("data", (c: Buffer) => (text += c.toString()));
+          res.on("end", () => resolve(`${res.statusCode} ${text}`));
+        });
+        req.on("error", reject);
+        req.flushHeaders();
+        // A line every 800 ms: 2.4 s in all, over the 1 s limit.
+        lines.forEach((line, i) => setTimeout(() => (i === lines.length - 1 ? req.end(line) : req.write(line)), 800 * (i + 1)));
+      });
+      expect(answer).toMatch(/^200 /);
+      expect(answer).toContain('{"summary":{"created":3,');
+    } finally {
+      await http.close(100);
+    }
+  });
+});
