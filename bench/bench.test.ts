@@ -18,7 +18,7 @@ describe("npm run bench -- --short", () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it("runs against PostgreSQL and writes every figure", { timeout: 180_000 }, async (ctx) => {
+  it("runs against PostgreSQL and writes every figure", { timeout: 240_000 }, async (ctx) => {
     ctx.skip(!server, "no PostgreSQL server reachable (set KEYPLANE_TEST_PG_URL or run one on 127.0.0.1:5432): the benchmark needs one");
     const noNginx = nginxMissing();
     ctx.skip(noNginx !== undefined, `${noNginx}: the benchmark puts a real nginx in front of keyplane`);
@@ -28,7 +28,7 @@ describe("npm run bench -- --short", () => {
       const child = execFile(
         process.execPath,
         ["bench/run.ts", "--short", "--out", out],
-        { cwd: repo, env: { ...process.env, DATABASE_URL: server!, BENCH_SHORT: "" }, timeout: 170_000, maxBuffer: 16 * 2 ** 20 },
+        { cwd: repo, env: { ...process.env, DATABASE_URL: server!, BENCH_SHORT: "" }, timeout: 230_000, maxBuffer: 16 * 2 ** 20 },
         (_error, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }),
       );
     });

@@ -27,8 +27,8 @@ import { FIGURES, figures, machine, markdownTable, versions, type FigureKey } fr
 // See bench/README.md for what each figure means and how it is measured.
 
 const PHASES = ["self", "mixed", "provisioning", "revocation", "gateway", "metrics", "policy", "analytics", "webhooks", "idle", "scaling", "import"] as const;
-/** Every phase but scaling, which starts four processes, and import, which writes a million keys: they run only when asked for. */
-const DEFAULT_PHASES = PHASES.filter((p) => p !== "scaling" && p !== "import");
+/** Every phase but scaling, which starts four processes: it runs only when asked for. */
+const DEFAULT_PHASES = PHASES.filter((p) => p !== "scaling");
 type Phase = (typeof PHASES)[number];
 
 interface Settings {
