@@ -14,9 +14,10 @@ import { memoryOf, resetPeak, type Server } from "./processes.ts";
 // The import phase (bench/README.md, `--only import`): KEYS keys imported through POST
 // /admin/keys/import in one request, the directory created on the way (one customer, DOMAINS
 // domains; the file written first, then sent by curl), then exported through GET /admin/keys/export
-// narrowed to that customer; each timed from the first byte sent to the last byte read, with the server's peak RSS over its RSS before. Meanwhile GET /auth for another
-// customer's key runs at a steady pace, and its p99 is set against the same load's p99 while idle, in
-// the same run (docs/migration.md, "Cost").
+// narrowed to that customer; each timed from the first byte sent to the last byte read, with the
+// server's peak RSS over its RSS before. Meanwhile GET /auth for another customer's key runs at a
+// steady pace, and its p99 is set against the same load's p99 while idle, in the same run
+// (docs/migration.md, "Cost").
 
 export interface ImportFigures {
   importSeconds: number;
