@@ -70,18 +70,26 @@ function counter() {
 }
 
 describe.each(backends())("the key event log's read (%s)", (backend) => {
-  it("gives the snapshot's bounds and largest id, and the events after an id or among those named, a creation marked as such", async () => {
+  it("gives the snapshot's bounds and largest id, the changes after an id or among those named, which of those named it shows, and the ids it does not", async () => {
     const { svc, root, keys } = await started(backend);
-    const start = await keyLogRead(svc.database.db, null, [], 10);
-    expect(start.events).toEqual([]);
+    const { db } = svc.database;
+    const start = await keyLogRead(db, null, [], 10);
+    expect(start).toMatchObject({ changes: [], holes: [], present: [], imported: false });
     expect(start.xmin <= start.xmax).toBe(true);
+    // An event id taken by a transaction that rolls back is never shown: a hole.
+    await expect(db.transaction(async (tx) => {
+      await tx.query("UPDATE api_keys SET active = false WHERE id = $1", [keys[1]!.id]);
+      await tx.query(`INSERT INTO key_events (at, action, key_id, key_name, key_type, tenant_id, actor, changes)
+                      SELECT now(), 'updated', id, name, type, tenant_id, '{"type":"admin"}', '{}' FROM api_keys WHERE id = $1`, [keys[1]!.id]);
+      throw new Error("rolled back");
+    })).rejects.toThrow("rolled back");
     expect((await svc.as(root).put(`/keys/${keys[0]!.id}`, { active: false })).status).toBe(200);
-    const after = await keyLogRead(svc.database.db, start.last, [start.last - 1], 10);
-    expect(after.last).toBe(start.last + 1);
-    expect(after.events.map((e) => [e.event, e.change?.id])).toEqual([
-      [start.last - 1, undefined], // k2's creation
-      [start.last + 1, keys[0]!.id],
-    ]);
+    const after = await keyLogRead(db, start.last, [start.last - 1], 10);
+    expect(after.last).toBe(start.last + 2);
+    expect(after.changes.map((e) => [e.event, e.change.id])).toEqual([[start.last + 2, keys[0]!.id]]);
+    expect(after.holes).toEqual([[start.last + 1, start.last + 1]]);
+    expect(after.present).toEqual([start.last - 1]); // k2's creation: shown, and no change
+    expect(after.imported).toBe(false);
   });
 });
 

@@ -6,7 +6,7 @@ import { keyHolder } from "../../domain/keys/lineage.ts";
 import type { Policy } from "../../domain/policy/policy.ts";
 import { tokenHashHex } from "../../domain/keys/token.ts";
 import type { Queryable } from "../../store/database.ts";
-import { keyAnnounceCreated, keyFindByTokens, keyIdentitiesTaken, keyStatisticsRefresh } from "../../store/import/import-keys.ts";
+import { keyAnnounceImported, keyFindByTokens, keyIdentitiesTaken, keyStatisticsRefresh } from "../../store/import/import-keys.ts";
 import { keyInsertIdsUnlessExists, keyLockById, keyUpdate, type NewKey } from "../../store/keys/keys.ts";
 import { orderedPolicy, policyParam } from "../../store/policy/policies.ts";
 import { policyChanges, resetBalance } from "../policy/policy-changes.ts";
@@ -119,11 +119,13 @@ export class KeyImport {
     }
     const inserted = await db.transaction(async (tx) => {
       const ids = await keyInsertIdsUnlessExists(tx, newKeys);
-      await keyAnnounceCreated(tx, ids.flatMap((id, i) => (id !== undefined ? [{ id, hash: created[i]!.hash }] : [])));
+      if (ids.some((id) => id !== undefined)) await keyAnnounceImported(tx);
       for (const [p, id] of updated) await this.#update(tx, p, id, now);
       return new Map(ids.map((id, i) => [created[i]!, id]));
     });
     const createdCount = [...inserted.values()].filter((id) => id !== undefined).length;
+    // This process forgets the tokens it refused at once; the others hear the announcement.
+    if (createdCount > 0) this.#needs.keyCache.forgetUnknown();
     this.#needs.metrics?.keyEvents("created", createdCount);
     this.#unanalyzed += createdCount;
     if (this.#unanalyzed >= KEYS_PER_ANALYZE) await this.finish();
@@ -138,8 +140,8 @@ export class KeyImport {
       } else {
         outcomes[p.index] = { status: verdict.status, id: verdict.id };
       }
-      // This process's cache forgets the token at once; the others hear the announcement.
-      if (verdict.status === "created" || verdict.status === "updated") this.#needs.keyCache.invalidate(p.hash);
+      // This process's cache forgets the key at once; the others hear the update's announcement.
+      if (verdict.status === "updated") this.#needs.keyCache.invalidate(p.hash);
     }
   }
 

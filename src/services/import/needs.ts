@@ -12,7 +12,7 @@ export interface ImportNeeds {
   clock: () => Date;
   log: Logger;
   /** The verification cache: an imported token it remembers as unknown must be looked up again. */
-  keyCache: { invalidate(hash: string): void };
+  keyCache: { invalidate(hash: string): void; forgetUnknown(): void };
   /** What platform paths name: an entity the import creates must be found at once. */
   pathScopes: { clear(): void };
   /** The Prometheus metrics (keyplane_key_events_total counts imported keys' events too); absent where nothing serves them. */

@@ -6,8 +6,8 @@ import type { VerificationNeeds } from "./needs.ts";
 
 /**
  * Keeps this process's caches true to the database, on one listening connection: a key changed by
- * any process (this one included) leaves the verification cache, and an announcement about keys that
- * cannot be read empties it; any directory change empties the path answers and the entities'
+ * any process (this one included) leaves the verification cache, keys imported take the unknown
+ * tokens with them, and an announcement about keys that cannot be read empties it; any directory change empties the path answers and the entities'
  * policies; a balance set or changed gives up this process's lease of it; while announcements may be
  * missed, none trusts what it holds (docs/adr/0003, docs/adr/0008, docs/adr/0013). Key changes have a
  * record, the key event log: whenever the connection is (re)made, and at each check of it, what the
@@ -19,9 +19,10 @@ export function invalidateCachesOnChanges(ctx: Pick<VerificationNeeds, "db" | "k
   const { keyCache, pathScopes, policies, meter } = ctx;
   const keyChanged = (change: { hash: string }) => keyCache.invalidate(change.hash);
   const keysMissed = () => keyCache.clear();
+  const keysImported = () => keyCache.forgetUnknown();
   return ctx.db.listen(
     {
-      ...keyChannel(keyChanged, keysMissed),
+      ...keyChannel(keyChanged, keysMissed, keysImported),
       ...directoryChannel(() => {
         pathScopes.clear();
         policies.clear();
@@ -34,6 +35,6 @@ export function invalidateCachesOnChanges(ctx: Pick<VerificationNeeds, "db" | "k
       policies.listening(state);
       meter.listening(state);
     },
-    keyCatchUp(keyChanged, keysMissed),
+    keyCatchUp(keyChanged, keysMissed, keysImported),
   );
 }

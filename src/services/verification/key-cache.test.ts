@@ -75,6 +75,25 @@ describe("KeyCache", () => {
     expect(store.queries).toBe(3);
   });
 
+  it("forgets every unknown token when keys are imported, an \"unknown\" read while the import committed too, and keeps its keys", async () => {
+    const store = fakeStore();
+    store.live.add(hash(1));
+    const v = new KeyCache(store);
+    await v.lookup(hash(1));
+    expect(await v.lookup(hash(2))).toBeUndefined();
+    const release = store.hold();
+    const inFlight = v.lookup(hash(3)); // reads "unknown" ...
+    store.live.add(hash(2)).add(hash(3)); // ... both are imported meanwhile,
+    v.forgetUnknown(); // and the batch announced
+    release();
+    expect(await inFlight).toBeUndefined();
+    expect(store.queries).toBe(3);
+    expect(await v.lookup(hash(2))).toBeDefined();
+    expect(await v.lookup(hash(3))).toBeDefined();
+    expect(await v.lookup(hash(1))).toBeDefined(); // still from the cache
+    expect(store.queries).toBe(5);
+  });
+
   it("does not cache an answer read before an invalidation that came while it was in flight", async () => {
     const store = fakeStore();
     store.live.add(hash(1));

@@ -256,6 +256,16 @@ export class KeyCache {
     this.#keep(hashHex, key, this.#now());
   }
 
+  /**
+   * Drops every unknown token, and every look-up under way (one begun before may answer "unknown"):
+   * keys were imported, whose tokens were chosen elsewhere (docs/migration.md). The keys' entries stay.
+   */
+  forgetUnknown(): void {
+    this.#epoch++;
+    this.#unknown.clear();
+    this.#loading.clear();
+  }
+
   /** Drops every entry: after a change that touches many keys. */
   clear(): void {
     this.#cleared = ++this.#epoch;

@@ -1,10 +1,10 @@
 // The import's and the export's queries of api_keys (docs/migration.md): the keys a batch of tokens
-// and names already names, the announcement of imported keys, and the export's keyset pages. It may
+// and names already names, the announcement of a batch of imported keys, and the export's keyset pages. It may
 // use domain/, and store/'s keys/ (the keyplane_keys payload) and policy/ (a policy column).
 import type { Policy } from "../../domain/policy/policy.ts";
 import type { Scope } from "../../domain/scope/scope.ts";
 import type { Queryable } from "../database.ts";
-import { KEYS_CHANNEL } from "../keys/key-change.ts";
+import { KEYS_CHANNEL, KEYS_IMPORTED } from "../keys/key-change.ts";
 import { policyFromColumn } from "../policy/policies.ts";
 
 /** A key a token names, whatever became of it. */
@@ -82,17 +82,12 @@ export async function keyIdentitiesTaken(q: Queryable, identities: readonly KeyI
 }
 
 /**
- * Announces new keys on keyplane_keys, as a change to a key is announced (migrations/0001_init.sql):
- * an imported token may have been tried before it existed, and every process that refused it then
- * remembers it as unknown until it hears of it. Delivered when the transaction commits.
+ * Announces a batch of imported keys on keyplane_keys, once (KEYS_IMPORTED): a process that refused
+ * one of their tokens before it existed remembers it as unknown until it hears. Delivered when the
+ * transaction commits; a listener that missed it learns it from the key event log (key-catch-up.ts).
  */
-export async function keyAnnounceCreated(tx: Queryable, keys: readonly { id: number; hash: string }[]): Promise<void> {
-  if (keys.length === 0) return;
-  await tx.query(
-    `SELECT count(pg_notify($3, json_build_object('id', u.id, 'hash', u.hash, 'managedBy', NULL)::text))
-       FROM unnest($1::integer[], $2::text[]) AS u(id, hash)`,
-    [keys.map((k) => k.id), keys.map((k) => k.hash), KEYS_CHANNEL],
-  );
+export async function keyAnnounceImported(tx: Queryable): Promise<void> {
+  await tx.query("SELECT pg_notify($1, $2)", [KEYS_CHANNEL, KEYS_IMPORTED]);
 }
 
 /**

@@ -7,9 +7,13 @@ import type { KeyChange } from "./key-change.ts";
 // announced. Why what is read cannot miss an event, although ids are taken at insert and a transaction
 // that took a smaller id may commit later: docs/adr/0014-listener-catch-up.md.
 
-/** More undelivered events than this in one read: dropping what is cached costs less than delivering each. */
+/** More changes to deliver than this in one read: dropping what is cached costs less than delivering each. */
 const MAX_EVENTS = 10_000;
-/** More ids between two reads than this: likewise (the ids not seen would each be remembered). */
+/**
+ * More ids between two reads than this: likewise, however few of them are changes (a read looks at
+ * each, and the ids not seen would each be remembered). Keys created, which are not changes, count
+ * here and not against MAX_EVENTS: a bulk provisioning of thousands drops nothing.
+ */
 const MAX_NEW_IDS = 100_000;
 /**
  * Reads kept as candidates for the floor while a long transaction holds the snapshots' xmin back:
@@ -17,7 +21,7 @@ const MAX_NEW_IDS = 100_000;
  */
 const MAX_BOUNDS = 1_000;
 
-/** One read of the key event log: the snapshot it was read in, and the events asked for that it shows. */
+/** One read of the key event log: the snapshot it was read in, and what it shows of the events asked for. */
 export interface KeyLogRead {
   /** The snapshot's xmin and xmax (xid8): transactions from xmin on may still be running, from xmax on had not started. */
   xmin: bigint;
@@ -25,34 +29,51 @@ export interface KeyLogRead {
   /** The largest event id the snapshot shows (0 for none). */
   last: number;
   /**
-   * The events asked for, in id order, each with the change of its key as an announcement would give
-   * it; `change` undefined for a key's creation, which is not announced either (the trigger fires on
-   * updates): nothing cached can be out of date for a key that did not exist. An imported key is the
-   * exception: its token was chosen elsewhere and may have been refused here before it existed, so its
-   * creation is announced (store/import/import-keys.ts), and delivered here too.
+   * The changes among the events asked for, in id order, each as an announcement would give it: every
+   * event but a key's creation and an export. A creation is not announced either (the trigger fires
+   * on updates): nothing cached can be out of date for a key that did not exist.
    */
-  events: { event: number; change: KeyChange | undefined }[];
+  changes: { event: number; change: KeyChange }[];
+  /** The ids above `after`, up to `last`, that the snapshot does not show, as ranges [from, to]. */
+  holes: [number, number][];
+  /** Of the ids asked for again (`also`), those the snapshot shows. */
+  present: number[];
+  /**
+   * Whether an imported key's creation is among the events asked for: its token was chosen elsewhere
+   * and may have been refused here before it existed, which an import announces once a batch
+   * (store/import/import-keys.ts) and the log tells a listener that missed it.
+   */
+  imported: boolean;
 }
 
 /**
- * The events with an id above `after` or among `also`, at most `limit` of them, in one statement, so
- * in one snapshot, with that snapshot's bounds. `after` null: no events, only the snapshot and the
- * largest id.
+ * What the events with an id above `after` (and up to MAX_NEW_IDS more) or among `also` show, at
+ * most `limit` changes, in one statement, so in one snapshot, with that snapshot's bounds. `after`
+ * null: no events, only the snapshot and the largest id. A key's creation is read as an id and no
+ * more, so that a read after thousands of them stays cheap.
  */
 export async function keyLogRead(q: Queryable, after: number | null, also: readonly number[], limit: number): Promise<KeyLogRead> {
-  const rows = await q.query<{ xmin: string; xmax: string; last: string | null; event: string | null; action: string; actor: string | null; id: number; hash: string; managed_by: string | null }>(
-    `SELECT m.xmin, m.xmax, m.last, e.id::text AS event, e.action, e.actor, k.id, encode(k.token_hash, 'hex') AS hash, k.managed_by
-       FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, pg_snapshot_xmax(pg_current_snapshot())::text AS xmax,
-                    (SELECT max(id) FROM key_events)::text AS last) m
-       LEFT JOIN LATERAL (
-         SELECT * FROM ((SELECT id, action, key_id, actor->>'type' AS actor FROM key_events WHERE id > $1 ORDER BY id LIMIT $3)
-                        UNION (SELECT id, action, key_id, actor->>'type' FROM key_events WHERE id = ANY($2::bigint[]))) e
-          ORDER BY e.id LIMIT $3) e ON true
-       -- Each event's key, one probe of the primary key each (LIMIT 1 keeps it so, whatever the
+  const rows = await q.query<{
+    xmin: string; xmax: string; last: string | null; holes: [number, number][]; present: number[]; imported: boolean;
+    event: string | null; id: number; hash: string; managed_by: string | null;
+  }>(
+    `WITH asked AS (SELECT id, action, key_id, actor FROM key_events WHERE id > $1 AND id <= $4
+                    UNION ALL SELECT id, action, key_id, actor FROM key_events WHERE id = ANY($2::bigint[]) AND id <= $1)
+     SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, pg_snapshot_xmax(pg_current_snapshot())::text AS xmax,
+            (SELECT max(id) FROM key_events)::text AS last,
+            (SELECT coalesce(json_agg(json_build_array(h.prev + 1, h.id - 1) ORDER BY h.id), '[]')
+               FROM (SELECT id, lag(id, 1, $1) OVER (ORDER BY id) AS prev FROM key_events WHERE id > $1 AND id <= $4) h
+              WHERE h.id > h.prev + 1) AS holes,
+            (SELECT coalesce(json_agg(id), '[]') FROM asked WHERE id <= $1) AS present,
+            EXISTS (SELECT 1 FROM asked WHERE action = 'created' AND actor->>'type' = 'import') AS imported,
+            e.id::text AS event, k.id, encode(k.token_hash, 'hex') AS hash, k.managed_by
+       FROM (SELECT 1) one
+       LEFT JOIN LATERAL (SELECT id, key_id FROM asked WHERE action NOT IN ('created', 'exported') ORDER BY id LIMIT $3) e ON true
+       -- Each change's key, one probe of the primary key each (LIMIT 1 keeps it so, whatever the
        -- statistics say of either table): the read is of the newest events, a few against many keys.
        LEFT JOIN LATERAL (SELECT k.id, k.token_hash, k.managed_by FROM api_keys k WHERE k.id = e.key_id LIMIT 1) k ON true
       ORDER BY e.id`,
-    [after, also, limit],
+    [after, also, limit, after === null ? null : after + MAX_NEW_IDS + 1],
   );
   const [first] = rows;
   if (!first) throw new Error("the key event log's read returned no row");
@@ -60,17 +81,15 @@ export async function keyLogRead(q: Queryable, after: number | null, also: reado
     xmin: BigInt(first.xmin),
     xmax: BigInt(first.xmax),
     last: Number(first.last ?? 0),
-    events: rows
-      .filter((r) => r.event !== null)
-      .map((r) => ({ event: Number(r.event), change: unannounced(r) ? undefined : { id: r.id, hash: r.hash, managedBy: r.managed_by } })),
+    changes: rows.filter((r) => r.event !== null).map((r) => ({ event: Number(r.event), change: { id: r.id, hash: r.hash, managedBy: r.managed_by } })),
+    holes: first.holes,
+    present: first.present,
+    imported: first.imported,
   };
 }
 
-/** Whether an event's change is one no announcement carries: a key's creation, but an import's; an export, about no key. */
-const unannounced = (r: { action: string; actor: string | null }) => (r.action === "created" && r.actor !== "import") || r.action === "exported";
-
-/** What one read comes to: the changes to deliver, or that the log cannot say what was missed. */
-export type Catch = { changes: KeyChange[] } | { missed: true };
+/** What one read comes to: the changes to deliver and whether keys were imported, or that the log cannot say what was missed. */
+export type Catch = { changes: KeyChange[]; imported: boolean } | { missed: true };
 
 interface Bound {
   xmax: bigint;
@@ -127,22 +146,19 @@ export class KeyLogCursor {
       this.#restart(read);
       const missed = this.#missedOnNext;
       this.#missedOnNext = false;
-      return missed ? { missed } : { changes: [] };
+      return missed ? { missed } : { changes: [], imported: false };
     }
-    if (read.events.length > MAX_EVENTS || read.last - this.#max > MAX_NEW_IDS) {
+    if (read.changes.length > MAX_EVENTS || read.last - this.#max > MAX_NEW_IDS) {
       this.#restart(read);
       return { missed: true };
     }
-    const changes: KeyChange[] = [];
-    const returned = new Set<number>();
-    for (const { event, change } of read.events) {
-      returned.add(event);
-      if ((event > this.#max || this.#gaps.delete(event)) && change) changes.push(change);
-    }
-    for (let id = this.#max + 1; id <= read.last; id++) if (!returned.has(id)) this.#gaps.add(id);
-    this.#max = Math.max(this.#max, read.last);
+    const max = this.#max;
+    const changes = read.changes.filter(({ event }) => event > max || this.#gaps.has(event)).map(({ change }) => change);
+    for (const id of read.present) this.#gaps.delete(id);
+    for (const [from, to] of read.holes) for (let id = from; id <= to; id++) this.#gaps.add(id);
+    this.#max = Math.max(max, read.last);
     this.#advanceFloor(read);
-    return { changes };
+    return { changes, imported: read.imported };
   }
 
   /** A start, or a start again after everything was dropped: from here on, not before. */
@@ -181,16 +197,18 @@ export class KeyLogCursor {
 
 /**
  * The keys channel's catch-up: each change the log shows that was not delivered yet goes to
- * `onChange`; when the log cannot say what was missed (a connection lost too soon after the start, or
- * too much missed), `onMissed`, as if every announcement had been.
+ * `onChange`, keys imported meanwhile to `onImported`; when the log cannot say what was missed (a
+ * connection lost too soon after the start, or too much missed), `onMissed`, as if every
+ * announcement had been.
  */
-export function keyCatchUp(onChange: (change: KeyChange) => void, onMissed: () => void, cursor = new KeyLogCursor()): CatchUp {
+export function keyCatchUp(onChange: (change: KeyChange) => void, onMissed: () => void, onImported: () => void = () => undefined, cursor = new KeyLogCursor()): CatchUp {
   return {
     async read(q) {
       const { after, also, limit } = cursor.next();
       const caught = cursor.take(await keyLogRead(q, after, also, limit));
-      if ("missed" in caught) onMissed();
-      else for (const change of caught.changes) onChange(change);
+      if ("missed" in caught) return onMissed();
+      for (const change of caught.changes) onChange(change);
+      if (caught.imported) onImported();
     },
     lost: () => cursor.lost(),
     wanted: () => cursor.wanted(),

@@ -10,6 +10,13 @@ export interface KeyChange {
   managedBy: string | null;
 }
 
+/**
+ * What an import announces once for each batch of keys it created (store/import/import-keys.ts), not
+ * a change to each: their tokens were chosen elsewhere, so any may have been refused as unknown before
+ * it existed, and that is all a cache can hold of a key that did not exist.
+ */
+export const KEYS_IMPORTED = JSON.stringify({ imported: true });
+
 /** The change a payload announces; undefined for one not of this form. */
 export function parseKeyChange(payload: string): KeyChange | undefined {
   try {

@@ -1,11 +1,15 @@
 import type { ChannelHandlers, Database, ListenState } from "../database.ts";
 import { keyCatchUp } from "./key-catch-up.ts";
-import { KEYS_CHANNEL, parseKeyChange, type KeyChange } from "./key-change.ts";
+import { KEYS_CHANNEL, KEYS_IMPORTED, parseKeyChange, type KeyChange } from "./key-change.ts";
 
-/** The keys channel's handler: `onChange` for each announced change, `onUnreadable` for a payload it cannot read. */
-export function keyChannel(onChange: (change: KeyChange) => void, onUnreadable: () => void): ChannelHandlers {
+/**
+ * The keys channel's handler: `onChange` for each announced change, `onImported` for a batch of
+ * imported keys, `onUnreadable` for a payload it cannot read.
+ */
+export function keyChannel(onChange: (change: KeyChange) => void, onUnreadable: () => void, onImported: () => void = () => undefined): ChannelHandlers {
   return {
     [KEYS_CHANNEL]: (payload) => {
+      if (payload === KEYS_IMPORTED) return onImported();
       const change = parseKeyChange(payload);
       if (change) onChange(change);
       else onUnreadable();
