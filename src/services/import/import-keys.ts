@@ -6,7 +6,7 @@ import { keyHolder } from "../../domain/keys/lineage.ts";
 import type { Policy } from "../../domain/policy/policy.ts";
 import { tokenHashHex } from "../../domain/keys/token.ts";
 import type { Queryable } from "../../store/database.ts";
-import { keyAnnounceImported, keyFindByTokens, keyIdentitiesTaken, keyStatisticsRefresh } from "../../store/import/import-keys.ts";
+import { keyAnnounceImported, keyFindByTokens, keyIdentitiesTaken, keyStatisticsRefresh, type KeyByToken } from "../../store/import/import-keys.ts";
 import { keyInsertIdsUnlessExists, keyLockById, keyUpdate, type NewKey } from "../../store/keys/keys.ts";
 import { orderedPolicy, policyParam } from "../../store/policy/policies.ts";
 import { policyChanges, resetBalance } from "../policy/policy-changes.ts";
@@ -47,7 +47,7 @@ interface Pending {
 
 /**
  * Imports a file's lines, batch by batch, each line as if imported alone after the ones before it
- * (docs/migration.md): a batch is read with two statements and written in one transaction, in which
+ * (docs/migration.md): a batch is read with one statement and written in one transaction, in which
  * each key's rows are written whole or not at all. A line that names the token or the name of an
  * earlier line of its batch starts a new one, so that it is judged against what that line wrote.
  */
@@ -100,17 +100,17 @@ export class KeyImport {
     return { index, line, key, hash: tokenHashHex(line.keyId), identity };
   }
 
-  /** Judges a group of lines (no two of one token or name) against the store, and writes what they change in one transaction. */
+  /**
+   * Judges a group of lines (no two of one token or name) against the store, and writes what they
+   * change in one transaction. A new token's line is inserted unless its name is taken, which the
+   * insert itself finds (ON CONFLICT DO NOTHING on the names' unique indexes): only the lines it
+   * skipped, rare, are read again, to say why.
+   */
   async #write(group: Pending[], outcomes: LineOutcome[], now: Date): Promise<void> {
     if (group.length === 0) return;
     const { db } = this.#needs;
     const byToken = await keyFindByTokens(db, group.map((p) => p.hash), now);
-    const unheld = group.filter((p) => !byToken.has(p.hash));
-    const taken = new Map((await keyIdentitiesTaken(db, unheld.map((p) => p.key), now)).map((t, i) => [unheld[i]!, t]));
-    const verdicts = group.map((p): [Pending, ImportVerdict] => {
-      const held = byToken.get(p.hash);
-      return [p, importVerdict(p.key, held && { ...held, policy: policyParam(held.policy) }, taken.get(p) ?? false)];
-    });
+    const verdicts = group.map((p) => [p, this.#verdict(p, byToken, false)] as const);
     const created = verdicts.filter(([, v]) => v.status === "created").map(([p]) => p);
     const updated = verdicts.flatMap(([p, v]) => (v.status === "updated" ? [[p, v.id] as const] : []));
     const newKeys: NewKey[] = [];
@@ -123,7 +123,8 @@ export class KeyImport {
       for (const [p, id] of updated) await this.#update(tx, p, id, now);
       return new Map(ids.map((id, i) => [created[i]!, id]));
     });
-    const createdCount = [...inserted.values()].filter((id) => id !== undefined).length;
+    const skipped = await this.#whySkipped(created.filter((p) => inserted.get(p) === undefined), now);
+    const createdCount = created.length - skipped.size;
     // This process forgets the tokens it refused at once; the others hear the announcement.
     if (createdCount > 0) this.#needs.keyCache.forgetUnknown();
     this.#needs.metrics?.keyEvents("created", createdCount);
@@ -132,17 +133,33 @@ export class KeyImport {
     this.#needs.metrics?.keyEvents("updated", updated.length);
     for (const [p, verdict] of verdicts) {
       if (verdict.status === "created") {
-        const id = inserted.get(p);
-        // Another writer took the token or the name between the read and the write.
-        outcomes[p.index] = id !== undefined ? { status: "created", id } : { status: "conflict", error: lineError("conflict", "The token or the name was taken meanwhile.") };
+        const why = skipped.get(p);
+        outcomes[p.index] = why === undefined ? { status: "created", id: inserted.get(p)! } : { status: "conflict", error: lineError("conflict", why) };
       } else if (verdict.status === "conflict") {
         outcomes[p.index] = { status: "conflict", error: lineError("conflict", verdict.message) };
       } else {
         outcomes[p.index] = { status: verdict.status, id: verdict.id };
+        // This process's cache forgets the key at once; the others hear the update's announcement.
+        if (verdict.status === "updated") this.#needs.keyCache.invalidate(p.hash);
       }
-      // This process's cache forgets the key at once; the others hear the update's announcement.
-      if (verdict.status === "updated") this.#needs.keyCache.invalidate(p.hash);
     }
+  }
+
+  #verdict(p: Pending, byToken: Map<string, KeyByToken>, nameTaken: boolean): ImportVerdict {
+    const held = byToken.get(p.hash);
+    return importVerdict(p.key, held && { ...held, policy: policyParam(held.policy) }, nameTaken);
+  }
+
+  /** Why each line the insert skipped was: its name taken, or (another writer meanwhile) its token. */
+  async #whySkipped(skipped: Pending[], now: Date): Promise<Map<Pending, string>> {
+    if (skipped.length === 0) return new Map();
+    const { db } = this.#needs;
+    const byToken = await keyFindByTokens(db, skipped.map((p) => p.hash), now);
+    const taken = await keyIdentitiesTaken(db, skipped.map((p) => p.key), now);
+    return new Map(skipped.map((p, i) => {
+      const verdict = this.#verdict(p, byToken, taken[i]!);
+      return [p, verdict.status === "conflict" ? verdict.message : "The token or the name was taken meanwhile."];
+    }));
   }
 
   /** Once the file is done (and every KEYS_PER_ANALYZE keys): the planner learns how large the tables have grown, when many keys came. */

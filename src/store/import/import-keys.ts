@@ -57,21 +57,20 @@ export interface KeyIdentity {
 const HOLDS_ITS_NAME = "k.deleted_at IS NULL AND k.replaced_by IS NULL AND k.expiry_recorded_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > $7)";
 
 /**
- * For each identity, in order, whether a live key (not rotated out, not expired) already holds it:
- * one probe of an index per identity (LIMIT 1 keeps it so: as EXISTS, the planner would read the whole
- * index into a hash once per batch, a cost that grows with every key imported).
+ * For each identity, in order, whether a live key (not rotated out, not expired) already holds it. An
+ * import asks only about the lines its insert skipped, to say why: the insert finds a taken name itself.
  */
 export async function keyIdentitiesTaken(q: Queryable, identities: readonly KeyIdentity[], now: Date): Promise<boolean[]> {
   const column = <T>(value: (i: KeyIdentity) => T) => identities.map(value);
   const rows = await q.query<{ n: number; taken: boolean }>(
-    `SELECT v.n, (u.held OR s.held) IS TRUE AS taken
+    `SELECT v.n, CASE WHEN v.user_id IS NOT NULL
+         THEN EXISTS (SELECT 1 FROM api_keys k WHERE k.user_id = v.user_id AND ${HOLDS_ITS_NAME})
+         ELSE EXISTS (SELECT 1 FROM api_keys k
+                       WHERE k.user_id IS NULL AND k.tenant_id = v.tenant_id AND coalesce(k.domain_id, 0) = v.domain_id
+                         AND coalesce(k.application_id, 0) = v.application_id AND coalesce(k.subscriber_id, 0) = v.subscriber_id
+                         AND k.name = v.name AND ${HOLDS_ITS_NAME}) END AS taken
        FROM unnest($1::integer[], $2::integer[], $3::integer[], $4::integer[], $5::text[], $6::integer[])
          WITH ORDINALITY AS v(tenant_id, domain_id, application_id, subscriber_id, name, user_id, n)
-       LEFT JOIN LATERAL (SELECT true AS held FROM api_keys k WHERE v.user_id IS NOT NULL AND k.user_id = v.user_id AND ${HOLDS_ITS_NAME} LIMIT 1) u ON true
-       LEFT JOIN LATERAL (SELECT true AS held FROM api_keys k
-                           WHERE v.user_id IS NULL AND k.user_id IS NULL AND k.tenant_id = v.tenant_id AND coalesce(k.domain_id, 0) = v.domain_id
-                             AND coalesce(k.application_id, 0) = v.application_id AND coalesce(k.subscriber_id, 0) = v.subscriber_id
-                             AND k.name = v.name AND ${HOLDS_ITS_NAME} LIMIT 1) s ON true
       ORDER BY v.n`,
     [
       column((i) => i.scope.tenantId), column((i) => i.scope.domainId ?? 0), column((i) => i.scope.applicationId ?? 0),
