@@ -25,6 +25,13 @@ describe("sealed tokens", () => {
     expect(() => sealer.open(sealed, tokenHash(newToken()))).toThrow();
   });
 
+  it("never share an IV, across the draws of IVs too, and each still opens after later draws", () => {
+    const token = newToken();
+    const seals = Array.from({ length: 5_000 }, () => sealer.seal(token, tokenHash(token)));
+    expect(new Set(seals.map((sealed) => sealed.subarray(1, 13).toString("hex"))).size).toBe(seals.length);
+    for (const sealed of seals) expect(sealer.open(sealed, tokenHash(token))).toBe(token);
+  });
+
   it("do not open when tampered with", () => {
     const token = newToken();
     const sealed = sealer.seal(token, tokenHash(token));
