@@ -33,6 +33,9 @@ export const lineError = (code: ErrorCode, message: string): LineError => ({ sta
  */
 const LINES_PER_TURN = 100;
 
+/** Lines a group holds at most: a batch of 2,000 is two, the second read and sealed while the first is written. */
+const GROUP_LINES = 1_000;
+
 /** Keys created between two refreshes of the planner's statistics (store/import/import-keys.ts). */
 const KEYS_PER_ANALYZE = 100_000;
 
@@ -47,9 +50,10 @@ interface Pending {
 
 /**
  * Imports a file's lines, batch by batch, each line as if imported alone after the ones before it
- * (docs/migration.md): a batch is read with one statement and written in one transaction, in which
- * each key's rows are written whole or not at all. A line that names the token or the name of an
- * earlier line of its batch starts a new one, so that it is judged against what that line wrote.
+ * (docs/migration.md): a group of lines is read with one statement and written in one transaction, in
+ * which each key's rows are written whole or not at all. A line that names the token or the name of
+ * an earlier line of its group starts a new one, read once that line is written, so that it is judged
+ * against what that line wrote.
  */
 export class KeyImport {
   readonly #needs: ImportNeeds;
@@ -64,12 +68,24 @@ export class KeyImport {
     this.#directory = new ImportDirectory(needs, options);
   }
 
-  /** The outcome of each line, in order. */
+  /**
+   * The outcome of each line, in order. Groups of at most GROUP_LINES lines go one after the other,
+   * each read and sealed while the group before it is written, its own transaction begun once that
+   * one has committed: the process and the database work at once, not in turn.
+   */
   async importBatch(lines: readonly ImportLine[]): Promise<LineOutcome[]> {
     const now = this.#needs.clock();
     const outcomes: LineOutcome[] = new Array<LineOutcome>(lines.length);
     let group: Pending[] = [];
     const seen = new Set<string>();
+    let before: Promise<void> = Promise.resolve();
+    const write = (after: "read" | "write") => {
+      before = this.#write(group, outcomes, now, before, after);
+      // Awaited by the next group, or at the end; a rejection meanwhile is not unhandled.
+      before.catch(() => undefined);
+      group = [];
+      seen.clear();
+    };
     for (const [index, line] of lines.entries()) {
       if (index % LINES_PER_TURN === LINES_PER_TURN - 1) await turn();
       const pending = await this.#prepare(index, line, now).catch((error: unknown) => {
@@ -78,15 +94,14 @@ export class KeyImport {
         return undefined;
       });
       if (!pending) continue;
-      if (seen.has(pending.hash) || seen.has(pending.identity)) {
-        await this.#write(group, outcomes, now);
-        group = [];
-        seen.clear();
-      }
+      // A line naming the token or the name of an earlier line of its group is judged against what that line wrote.
+      if (seen.has(pending.hash) || seen.has(pending.identity)) write("read");
+      else if (group.length === GROUP_LINES) write("write");
       group.push(pending);
       seen.add(pending.hash).add(pending.identity);
     }
-    await this.#write(group, outcomes, now);
+    write("write");
+    await before;
     return outcomes;
   }
 
@@ -106,8 +121,10 @@ export class KeyImport {
    * insert itself finds (ON CONFLICT DO NOTHING on the names' unique indexes): only the lines it
    * skipped, rare, are read again, to say why.
    */
-  async #write(group: Pending[], outcomes: LineOutcome[], now: Date): Promise<void> {
-    if (group.length === 0) return;
+  async #write(group: Pending[], outcomes: LineOutcome[], now: Date, before: Promise<void>, after: "read" | "write"): Promise<void> {
+    // `before` is the group before this one: read after it has committed, or only written after.
+    if (after === "read") await before;
+    if (group.length === 0) return before;
     const { db } = this.#needs;
     const byToken = await keyFindByTokens(db, group.map((p) => p.hash), now);
     const verdicts = group.map((p) => [p, this.#verdict(p, byToken, false)] as const);
@@ -117,6 +134,7 @@ export class KeyImport {
     for (const p of created) {
       if (newKeys.push(this.#newKey(p, now)) % LINES_PER_TURN === 0) await turn();
     }
+    await before;
     const inserted = await db.transaction(async (tx) => {
       const ids = await keyInsertIdsUnlessExists(tx, newKeys);
       if (ids.some((id) => id !== undefined)) await keyAnnounceImported(tx);

@@ -19,6 +19,6 @@ export function insideScope(scope: Scope, first: number, alias: string): { sql: 
 /**
  * The condition of a key of alias `k` that is the key of lineage `$n` (any token of its rotation chain)
  * or one of its descendants (docs/api.md, "Restricted keys"): api_keys_lineage, the primary key and the
- * GIN index api_keys_ancestors answer it.
+ * GIN index api_keys_ancestors answer it (that index holds only keys with ancestors: migrations/0012).
  */
-export const withinLineage = (n: number) => `(k.id = $${n} OR k.lineage = $${n} OR k.ancestors @> ARRAY[$${n}::integer])`;
+export const withinLineage = (n: number) => `(k.id = $${n} OR k.lineage = $${n} OR (k.ancestors <> '{}' AND k.ancestors @> ARRAY[$${n}::integer]))`;
