@@ -28,13 +28,19 @@ export type LineOutcome =
 export const lineError = (code: ErrorCode, message: string): LineError => ({ status: statusOf(code), error: code, message });
 
 /**
- * Lines worked on between two turns of the event loop: sealing a token and judging a line cost some
- * 10-50 µs each, and the requests /auth answers meanwhile must not wait for a whole batch of them.
+ * Lines worked on between two turns of the event loop: judging a line and sealing its token cost
+ * some 10-20 µs each, and the requests /auth answers meanwhile must not wait for a whole group.
  */
-const LINES_PER_TURN = 100;
+const LINES_PER_TURN = 50;
+/**
+ * Keys a statement inserts at most: the driver turns a statement's parameters into text in one go
+ * (some 3 ms for a thousand keys' 19 arrays), and /auth waits meanwhile; a group's keys go in several
+ * statements of one transaction.
+ */
+const KEYS_PER_STATEMENT = 250;
 
-/** Lines a group holds at most: a batch of 2,000 is two, the second read and sealed while the first is written. */
-const GROUP_LINES = 1_000;
+/** Lines a group holds at most: a batch (at most some 1,000 lines: http/import/import-routes.ts) is two or more, each read and sealed while the one before is written. */
+const GROUP_LINES = 500;
 
 /** Keys created between two refreshes of the planner's statistics (store/import/import-keys.ts). */
 const KEYS_PER_ANALYZE = 100_000;
@@ -136,7 +142,8 @@ export class KeyImport {
     }
     await before;
     const inserted = await db.transaction(async (tx) => {
-      const ids = await keyInsertIdsUnlessExists(tx, newKeys);
+      const ids: (number | undefined)[] = [];
+      for (let at = 0; at < newKeys.length; at += KEYS_PER_STATEMENT) ids.push(...(await keyInsertIdsUnlessExists(tx, newKeys.slice(at, at + KEYS_PER_STATEMENT))));
       if (ids.some((id) => id !== undefined)) await keyAnnounceImported(tx);
       for (const [p, id] of updated) await this.#update(tx, p, id, now);
       return new Map(ids.map((id, i) => [created[i]!, id]));
