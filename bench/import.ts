@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type autocannon from "autocannon";
-import { load, type LoadResult } from "./load.ts";
+import { load, summarize, type LoadResult } from "./load.ts";
 import { memoryOf, resetPeak, type Server } from "./processes.ts";
 
 // The import phase (bench/README.md, `--only import`): KEYS keys imported through POST
@@ -155,9 +155,12 @@ async function measured(t: ImportTools, a: Server, adminToken: string, auth: aut
   const exportPeak = memoryOf(a.pid);
   if (exportStatus !== 200 || exported !== t.keys) t.problem(`export: HTTP ${exportStatus}, ${exported} lines for ${t.keys} keys`);
 
-  // Conservative: the worst of the one-second slices' p99s, never below the p99 of them all together.
-  const duringP99 = during.length ? Math.max(...during.map((slice) => slice.latency.p99)) : NaN;
-  const requestsDuring = during.reduce((n, slice) => n + slice.requests, 0);
+  // The contract's reading: the p99 of every /auth answered while the import ran. The worst one-second
+  // slice's p99 is in the details too: where the import made /auth wait longest.
+  const duringAll = summarize(Float64Array.from(during.flatMap((slice) => [...slice.latencies])));
+  const duringP99 = duringAll.p99;
+  const worstSliceP99 = during.length ? Math.max(...during.map((slice) => slice.latency.p99)) : NaN;
+  const requestsDuring = duringAll.count;
   const figures: ImportFigures = {
     importSeconds: round(importSeconds, 1),
     importKeysPerSecond: Math.round(t.keys / importSeconds),
@@ -170,8 +173,8 @@ async function measured(t: ImportTools, a: Server, adminToken: string, auth: aut
     figures,
     details: {
       importSeconds: `${t.keys.toLocaleString("en")} keys, ${figures.importKeysPerSecond.toLocaleString("en")} keys/s, ${DOMAINS} domains created`,
-      importAuthP99VsIdle: `p99 ${round(duringP99, 3)} ms during (the worst p99 of ${during.length} one-second slices, ${requestsDuring} requests) vs ${round(idle.latency.p99, 3)} ms idle, ${AUTH_CONNECTIONS} connections, ${AUTH_RATE} requests a second`,
+      importAuthP99VsIdle: `p99 ${round(duringP99, 3)} ms during (${requestsDuring} requests in ${during.length} one-second slices; the worst slice's p99 ${round(worstSliceP99, 3)} ms, ${round(worstSliceP99 / idle.latency.p99)}x) vs ${round(idle.latency.p99, 3)} ms idle, ${AUTH_CONNECTIONS} connections, ${AUTH_RATE} requests a second`,
     },
-    run: { statuses, summary, idleAuth: idle.latency, duringAuthP99Ms: duringP99, memory: { before, importPeak, beforeExport, exportPeak } },
+    run: { statuses, summary, idleAuth: idle.latency, duringAuth: duringAll, worstSliceAuthP99Ms: worstSliceP99, memory: { before, importPeak, beforeExport, exportPeak } },
   };
 }

@@ -34,6 +34,8 @@ export interface LoadResult {
   timeouts: number;
   /** Latency of every response, milliseconds. */
   latency: Latency;
+  /** Every response's latency, milliseconds, in no order: what a figure over several runs is made of. */
+  latencies: Float64Array;
   /** Latency by status code, milliseconds. */
   latencyByStatus: Record<string, Latency>;
   /** What autocannon itself reports (whole milliseconds). */
@@ -120,6 +122,7 @@ export function load(options: LoadOptions): Promise<LoadResult> {
           errors: result.errors,
           timeouts: result.timeouts,
           latency: summarize(recorder.all()),
+          latencies: recorder.all(),
           latencyByStatus: recorder.byStatus(),
           autocannon: {
             requestsPerSecondMean: result.requests.mean,

@@ -547,7 +547,9 @@ async function main(): Promise<number> {
     problems,
   };
   mkdirSync(dirname(s.out), { recursive: true });
-  writeFileSync(s.out, JSON.stringify(result, (_k, v: unknown) => (typeof v === "number" && !Number.isFinite(v) ? null : v), 2) + "\n");
+  // Every response's latency (LoadResult.latencies) stays out: the summaries beside them are the record.
+  const replacer = (_k: string, v: unknown) => (ArrayBuffer.isView(v) ? undefined : typeof v === "number" && !Number.isFinite(v) ? null : v);
+  writeFileSync(s.out, JSON.stringify(result, replacer, 2) + "\n");
 
   const v = result.versions;
   process.stdout.write(
