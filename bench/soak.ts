@@ -18,10 +18,10 @@ import { freePort, memoryOf, REPO, sleep, startKeyplane } from "./processes.ts";
 // caches still filling; the mix then keeps them full, drawing on more keys than the key cache holds.
 // Then the same mix runs WARM_UP_SECONDS unjudged (its samples count for the peak), so that the ten
 // minutes measure a process whose V8 heaps are sized for the load: without it, the judged half rose
-// 5-7% as V8 grew both heaps' pages (committed and pooled) some five to ten minutes in, while what they
-// held after each full collection stayed level (docs/scaling.md, "Memory"). It was not the webhook
-// retries: the mix's webhooks are deleted milliseconds after they are made, so no delivery of theirs
-// is tried a third time (the 300 s wait).
+// 5.5-6.8% as V8 grew its pages, committed and pooled (the webhook thread's above all), some five to
+// ten minutes in, while what each heap held after a full collection stayed level (docs/scaling.md,
+// "Memory"). It was not the webhook retries: the mix's webhooks are deleted milliseconds after they
+// are made, so no delivery of theirs is tried a third time (the 300 s wait).
 
 /** The share of the deployment's limit the peak may reach. */
 const PEAK_SHARE = 0.65;
@@ -36,9 +36,9 @@ const KEPT_TOKENS = 40_000;
  */
 const FILL = { keys: KEPT_TOKENS, unknownTokens: NEGATIVE_ENTRIES + 10_000, paths: 12_000 };
 /**
- * The mix, unjudged, between the fill and the timed minutes: long enough for V8 to have grown both heaps
- * for the load (in a 20-minute mix on the shared machine, the rise ended near ten minutes in, a third
- * of it still to come at five: docs/scaling.md, "Memory").
+ * The mix, unjudged, between the fill and the timed minutes: long enough for V8 to have sized the heaps
+ * for the load. In an 18-minute mix on the shared machine, RSS rose 21 MiB from the fourth minute to the
+ * ninth, and 10 MiB from the tenth to the eighteenth (docs/scaling.md, "Memory").
  */
 export const WARM_UP_SECONDS = 600;
 const CLIENTS = 16;
