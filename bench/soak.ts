@@ -37,10 +37,10 @@ const KEPT_TOKENS = 40_000;
 const FILL = { keys: KEPT_TOKENS, unknownTokens: NEGATIVE_ENTRIES + 10_000, paths: 12_000 };
 /**
  * The mix, unjudged, between the fill and the timed minutes: long enough for V8 to have sized the heaps
- * for the load. In an 18-minute mix on the shared machine, RSS rose 21 MiB from the fourth minute to the
- * ninth, and 10 MiB from the tenth to the eighteenth (docs/scaling.md, "Memory").
+ * for the load. In an 18-minute mix on the shared machine, RSS's minute means rose 21 MiB from the fifth
+ * minute to the tenth, and 10 MiB over the eight after (docs/scaling.md, "Memory").
  */
-export const WARM_UP_SECONDS = 600;
+const WARM_UP_SECONDS = 600;
 const CLIENTS = 16;
 /** A key id no key has: what a change asks for before any key of the soak's own exists (never the manager's). */
 const NONE = 2_000_000_000;
