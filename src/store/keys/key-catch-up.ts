@@ -8,11 +8,11 @@ import type { KeyChange } from "./key-change.ts";
 // that took a smaller id may commit later: docs/adr/0014-listener-catch-up.md.
 
 /** More changes to deliver than this in one read: dropping what is cached costs less than delivering each. */
-const MAX_EVENTS = 10_000;
+const MAX_CHANGES = 10_000;
 /**
  * More ids between two reads than this: likewise, however few of them are changes (a read looks at
  * each, and the ids not seen would each be remembered). Keys created, which are not changes, count
- * here and not against MAX_EVENTS: a bulk provisioning of thousands drops nothing.
+ * here and not against MAX_CHANGES: a bulk provisioning of thousands drops nothing.
  */
 const MAX_NEW_IDS = 100_000;
 /**
@@ -127,7 +127,7 @@ export class KeyLogCursor {
 
   /** What the next read asks for: events above `after`, and the gaps. */
   next(): { after: number | null; also: number[]; limit: number } {
-    return { after: this.#max ?? null, also: [...this.#gaps], limit: MAX_EVENTS + 1 };
+    return { after: this.#max ?? null, also: [...this.#gaps], limit: MAX_CHANGES + 1 };
   }
 
   /**
@@ -148,7 +148,7 @@ export class KeyLogCursor {
       this.#missedOnNext = false;
       return missed ? { missed } : { changes: [], imported: false };
     }
-    if (read.changes.length > MAX_EVENTS || read.last - this.#max > MAX_NEW_IDS) {
+    if (read.changes.length > MAX_CHANGES || read.last - this.#max > MAX_NEW_IDS) {
       this.#restart(read);
       return { missed: true };
     }
