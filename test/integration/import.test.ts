@@ -104,6 +104,22 @@ describe.each(backends())("import and export (%s)", (backend) => {
     ]);
   });
 
+  it("a line naming the token or the name of a line hundreds before it is judged against what that line wrote, in whichever group and batch", async () => {
+    // Lines go in groups of 500 and batches of up to 1,000, a group read while the one before is written:
+    // the repeats fall 300-600 lines after the lines they repeat, across those boundaries wherever they lie.
+    const base: { customer: string; name: string; keyId: string }[] = [];
+    const lines: [object, string][] = [];
+    for (let n = 1; n <= 1_600; n++) {
+      const earlier = base[base.length - 400 - (n % 200)];
+      if (earlier && n % 10 === 3) lines.push([earlier, "unchanged"]);
+      else if (earlier && n % 10 === 6) lines.push([{ ...earlier, keyId: token() }, "conflict"]);
+      else if (earlier && n % 10 === 9) lines.push([{ ...earlier, name: `${earlier.name}-again` }, "conflict"]);
+      else lines.push([base[base.push({ customer: "massive", name: `m-${n}`, keyId: token() }) - 1]!, "created"]);
+    }
+    const out = await importFile(svc, ndjson(lines.map(([line]) => line)));
+    expect(out.slice(0, -1).map((l) => l.status)).toEqual(lines.map(([, status]) => status));
+  });
+
   it("refuses an unknown entity without createDirectory, and a body that is not NDJSON", async () => {
     const out = await importFile(svc, ndjson([{ customer: "nobody", name: "a", keyId: token() }]), "");
     expect(out[0]).toMatchObject({ line: 1, status: "invalid", error: { status: 404, error: "not_found" } });

@@ -17,7 +17,9 @@ import { ndjsonLines, type BodyLine } from "./ndjson-lines.ts";
 
 const tag = "admin";
 export const NDJSON = "application/x-ndjson";
-/** At most this many lines wait while a batch is written; the request is not read further until then. */
+/** Batches under way at once: the next one's first lines are read and sealed while the last lines of the one before are written. */
+const MAX_BATCHES = 2;
+/** At most this many lines wait while MAX_BATCHES batches are under way; the request is not read further until one is done. */
 const MAX_WAITING = 1_000;
 /** Answer lines gathered into one write. */
 const LINES_PER_WRITE = 100;
@@ -66,9 +68,9 @@ const isNdjson = (req: Request) => (req.headers["content-type"] ?? "").split(";"
 
 /**
  * Reads the file line by line while earlier lines are written: each batch is what arrived while the
- * one before it was being written (so a slow client gets its answers as it goes, and a fast one large
- * batches), never more than MAX_WAITING lines held. A body cut off leaves the lines before the cut
- * written; its last, cut line is refused like any line that is not JSON.
+ * ones before it were being written (so a slow client gets its answers as it goes, and a fast one large
+ * batches), at most MAX_BATCHES of them under way and MAX_WAITING lines waiting. A body cut off leaves
+ * the lines before the cut written; its last, cut line is refused like any line that is not JSON.
  */
 async function importFile(needs: ImportNeeds, req: Request, res: Response, createDirectory: boolean): Promise<void> {
   if (!isNdjson(req)) throw new AppError("unsupported_media_type", `The request body must be NDJSON (Content-Type: ${NDJSON}).`);
@@ -77,33 +79,33 @@ async function importFile(needs: ImportNeeds, req: Request, res: Response, creat
   res.writeHead(200, { "Content-Type": `${NDJSON}; charset=utf-8` });
   res.flushHeaders();
   let waiting: ReadLine[] = [];
-  let writing: Promise<void> | undefined;
+  /** The batches under way, oldest first, each settled once its answers are written (never rejected: see `failure`). */
+  const underWay: Promise<void>[] = [];
   let failure: unknown;
   const next = () => {
     const batch = waiting;
     waiting = [];
-    writing = answer(importer, batch, res, summary).then(() => (writing = undefined), (error: unknown) => {
-      failure = error;
-      writing = undefined;
-    });
+    const answered = answer(importer, batch, res, summary, underWay.at(-1)).catch((error: unknown) => void (failure ??= error));
+    underWay.push(answered.then(() => void underWay.shift()));
   };
   try {
     let number = 0;
     for await (const body of ndjsonLines(req, BODY_LIMIT)) {
       waiting.push(readLine(++number, body));
       if (number % LINES_PER_TURN === 0) await turn();
-      if (waiting.length >= MAX_WAITING && writing) await writing;
+      if (waiting.length >= MAX_WAITING && underWay.length === MAX_BATCHES) await underWay[0];
       if (failure) throw failure;
-      if (!writing) next();
+      if (underWay.length < MAX_BATCHES) next();
     }
   } catch (error) {
     // The client went: what it sent whole is still written; nobody is left to answer.
-    if (failure || !req.destroyed) return fail(needs, res, failure ?? error);
+    if (!req.destroyed) failure ??= error;
   }
-  while (writing || waiting.length > 0) {
-    if (writing) await writing;
-    else next();
+  while (!failure && (waiting.length > 0 || underWay.length > 0)) {
+    if (waiting.length > 0 && underWay.length < MAX_BATCHES) next();
+    else await underWay[0];
   }
+  await Promise.all(underWay);
   if (failure) return fail(needs, res, failure);
   await importer.finish();
   res.end(`${JSON.stringify({ summary })}\n`);
@@ -127,10 +129,11 @@ function readLine(line: number, body: BodyLine): ReadLine {
 
 const invalid = (code: ErrorCode, message: string): LineOutcome => ({ status: "invalid", error: lineError(code, message) });
 
-/** Imports a batch's keys and writes the answer of each of its lines, in order. */
-async function answer(importer: KeyImport, batch: ReadLine[], res: Response, summary: Summary): Promise<void> {
+/** Imports a batch's keys and writes the answer of each of its lines, in order, once the batch `before` has. */
+async function answer(importer: KeyImport, batch: ReadLine[], res: Response, summary: Summary, before: Promise<void> | undefined): Promise<void> {
   const keyed = batch.filter((r) => r.key !== undefined);
   const outcomes = await importer.importBatch(keyed.map((r) => r.key!));
+  await before;
   keyed.forEach((r, i) => (r.outcome = outcomes[i]));
   await streamLines(res, batch, ({ line, outcome }) => {
     summary[outcome!.status]++;

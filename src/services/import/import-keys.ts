@@ -1,5 +1,5 @@
 import { setImmediate as turn } from "node:timers/promises";
-import { AppError, statusOf, type ErrorCode } from "../../domain/errors.ts";
+import { AppError, statusOf, UniqueViolation, type ErrorCode } from "../../domain/errors.ts";
 import { importedType, importLineProblem, importVerdict, type ImportedKey, type ImportLine, type ImportVerdict } from "../../domain/import/import-line.ts";
 import { changesBetween, type Author, type Changes } from "../../domain/keys/key-event.ts";
 import { keyHolder } from "../../domain/keys/lineage.ts";
@@ -7,7 +7,7 @@ import type { Policy } from "../../domain/policy/policy.ts";
 import { tokenHashHex } from "../../domain/keys/token.ts";
 import type { Queryable } from "../../store/database.ts";
 import { keyAnnounceImported, keyFindByTokens, keyIdentitiesTaken, keyStatisticsRefresh, type KeyByToken } from "../../store/import/import-keys.ts";
-import { keyInsertIdsUnlessExists, keyLockById, keyUpdate, type NewKey } from "../../store/keys/keys.ts";
+import { keyInsertIds, keyLockById, keyUpdate, type NewKey } from "../../store/keys/keys.ts";
 import { orderedPolicy, policyParam } from "../../store/policy/policies.ts";
 import { policyChanges, resetBalance } from "../policy/policy-changes.ts";
 import { ImportDirectory } from "./import-directory.ts";
@@ -42,8 +42,13 @@ const KEYS_PER_STATEMENT = 250;
 /** Lines a group holds at most: a batch (at most some 1,000 lines: http/import/import-routes.ts) is two or more, each read and sealed while the one before is written. */
 const GROUP_LINES = 500;
 
-/** Keys created between two refreshes of the planner's statistics (store/import/import-keys.ts). */
-const KEYS_PER_ANALYZE = 100_000;
+/**
+ * Keys an import creates before it first refreshes the planner's statistics (store/import/import-keys.ts).
+ * Each refresh after waits until the import has doubled the keys it had created by the one before:
+ * the statistics are never more than half a table behind, and a million keys take eight refreshes
+ * (each reads a sample of some 30,000 rows), not a hundred.
+ */
+const KEYS_BEFORE_ANALYZE = 10_000;
 
 /** A line resolved and judged ready to be compared with the store. */
 interface Pending {
@@ -57,16 +62,23 @@ interface Pending {
 /**
  * Imports a file's lines, batch by batch, each line as if imported alone after the ones before it
  * (docs/migration.md): a group of lines is read with one statement and written in one transaction, in
- * which each key's rows are written whole or not at all. A line that names the token or the name of
- * an earlier line of its group starts a new one, read once that line is written, so that it is judged
- * against what that line wrote.
+ * which each key's rows are written whole or not at all. A line that names the token or the name of a
+ * line of a group not yet written starts a new group, read once that one is written, so that it is
+ * judged against what that line wrote.
  */
 export class KeyImport {
   readonly #needs: ImportNeeds;
   readonly #directory: ImportDirectory;
   readonly #by: Author;
-  /** Keys created since the statistics were last refreshed. */
-  #unanalyzed = 0;
+  /** Keys this import created, and had created by its last refresh of the statistics. */
+  #created = 0;
+  #createdByAnalyze = 0;
+  /** The grouping of the batch given before: one batch's lines are grouped after the other's. */
+  #grouped: Promise<unknown> = Promise.resolve();
+  /** The write of the last group: each group's transaction begins once the one before it has committed. */
+  #written: Promise<void> = Promise.resolve();
+  /** The tokens and names of the lines of the groups not yet written, each with its group. */
+  readonly #unwritten = new Map<string, Pending[]>();
 
   constructor(needs: ImportNeeds, options: ImportOptions) {
     this.#needs = needs;
@@ -77,20 +89,26 @@ export class KeyImport {
   /**
    * The outcome of each line, in order. Groups of at most GROUP_LINES lines go one after the other,
    * each read and sealed while the group before it is written, its own transaction begun once that
-   * one has committed: the process and the database work at once, not in turn.
+   * one has committed: the process and the database work at once, not in turn. A batch may be given
+   * before the one before it is written: its first group is then read and sealed meanwhile.
    */
   async importBatch(lines: readonly ImportLine[]): Promise<LineOutcome[]> {
-    const now = this.#needs.clock();
     const outcomes: LineOutcome[] = new Array<LineOutcome>(lines.length);
+    const grouped = this.#grouped.then(() => this.#group(lines, outcomes));
+    this.#grouped = grouped.catch(() => undefined);
+    await (await grouped).written;
+    return outcomes;
+  }
+
+  /** Puts a batch's lines into groups and has each written: once its last group's write has settled, every line has its outcome. */
+  async #group(lines: readonly ImportLine[], outcomes: LineOutcome[]): Promise<{ written: Promise<void> }> {
+    const now = this.#needs.clock();
     let group: Pending[] = [];
-    const seen = new Set<string>();
-    let before: Promise<void> = Promise.resolve();
     const write = (after: "read" | "write") => {
-      before = this.#write(group, outcomes, now, before, after);
+      this.#written = this.#write(group, outcomes, now, this.#written, after);
       // Awaited by the next group, or at the end; a rejection meanwhile is not unhandled.
-      before.catch(() => undefined);
+      this.#written.catch(() => undefined);
       group = [];
-      seen.clear();
     };
     for (const [index, line] of lines.entries()) {
       if (index % LINES_PER_TURN === LINES_PER_TURN - 1) await turn();
@@ -100,15 +118,14 @@ export class KeyImport {
         return undefined;
       });
       if (!pending) continue;
-      // A line naming the token or the name of an earlier line of its group is judged against what that line wrote.
-      if (seen.has(pending.hash) || seen.has(pending.identity)) write("read");
+      if (this.#unwritten.has(pending.hash) || this.#unwritten.has(pending.identity)) write("read");
       else if (group.length === GROUP_LINES) write("write");
       group.push(pending);
-      seen.add(pending.hash).add(pending.identity);
+      this.#unwritten.set(pending.hash, group).set(pending.identity, group);
     }
     write("write");
-    await before;
-    return outcomes;
+    // Not the promise itself, which the caller would wait for: the next batch is grouped meanwhile.
+    return { written: this.#written };
   }
 
   async #prepare(index: number, line: ImportLine, now: Date): Promise<Pending | undefined> {
@@ -124,8 +141,9 @@ export class KeyImport {
   /**
    * Judges a group of lines (no two of one token or name) against the store, and writes what they
    * change in one transaction. A new token's line is inserted unless its name is taken, which the
-   * insert itself finds (ON CONFLICT DO NOTHING on the names' unique indexes): only the lines it
-   * skipped, rare, are read again, to say why.
+   * insert itself finds: the group is written first as if no name were taken, and when one is (a
+   * unique index refuses the transaction), again with ON CONFLICT DO NOTHING on the names' unique
+   * indexes. Only the lines that skipped, rare, are read again, to say why.
    */
   async #write(group: Pending[], outcomes: LineOutcome[], now: Date, before: Promise<void>, after: "read" | "write"): Promise<void> {
     // `before` is the group before this one: read after it has committed, or only written after.
@@ -141,20 +159,28 @@ export class KeyImport {
       if (newKeys.push(this.#newKey(p, now)) % LINES_PER_TURN === 0) await turn();
     }
     await before;
-    const inserted = await db.transaction(async (tx) => {
+    const writeGroup = (unlessExists: boolean) => db.transaction(async (tx) => {
       const ids: (number | undefined)[] = [];
-      for (let at = 0; at < newKeys.length; at += KEYS_PER_STATEMENT) ids.push(...(await keyInsertIdsUnlessExists(tx, newKeys.slice(at, at + KEYS_PER_STATEMENT))));
+      for (let at = 0; at < newKeys.length; at += KEYS_PER_STATEMENT) ids.push(...(await keyInsertIds(tx, newKeys.slice(at, at + KEYS_PER_STATEMENT), unlessExists)));
       if (ids.some((id) => id !== undefined)) await keyAnnounceImported(tx);
       for (const [p, id] of updated) await this.#update(tx, p, id, now);
       return new Map(ids.map((id, i) => [created[i]!, id]));
     });
+    // Most groups take no name or token a key holds: written as they are, and again, skipping the lines that do, when one does.
+    const inserted = await writeGroup(false).catch((error: unknown) => {
+      if (error instanceof UniqueViolation) return writeGroup(true);
+      throw error;
+    });
+    for (const p of group) {
+      for (const named of [p.hash, p.identity]) if (this.#unwritten.get(named) === group) this.#unwritten.delete(named);
+    }
     const skipped = await this.#whySkipped(created.filter((p) => inserted.get(p) === undefined), now);
     const createdCount = created.length - skipped.size;
     // This process forgets the tokens it refused at once; the others hear the announcement.
     if (createdCount > 0) this.#needs.keyCache.forgetUnknown();
     this.#needs.metrics?.keyEvents("created", createdCount);
-    this.#unanalyzed += createdCount;
-    if (this.#unanalyzed >= KEYS_PER_ANALYZE) await this.finish();
+    this.#created += createdCount;
+    if (this.#created - this.#createdByAnalyze >= Math.max(KEYS_BEFORE_ANALYZE, this.#createdByAnalyze)) await this.#analyze();
     this.#needs.metrics?.keyEvents("updated", updated.length);
     for (const [p, verdict] of verdicts) {
       if (verdict.status === "created") {
@@ -187,10 +213,13 @@ export class KeyImport {
     }));
   }
 
-  /** Once the file is done (and every KEYS_PER_ANALYZE keys): the planner learns how large the tables have grown, when many keys came. */
+  /** Once the file is done: the planner learns how large the tables have grown, when many keys came. */
   async finish(): Promise<void> {
-    if (this.#unanalyzed < KEYS_PER_ANALYZE / 10) return;
-    this.#unanalyzed = 0;
+    if (this.#created - this.#createdByAnalyze >= KEYS_BEFORE_ANALYZE) await this.#analyze();
+  }
+
+  async #analyze(): Promise<void> {
+    this.#createdByAnalyze = this.#created;
     await keyStatisticsRefresh(this.#needs.db);
   }
 

@@ -55,8 +55,11 @@ export interface NewKey extends KeyInsert {
 // Statements on the hot paths are texts built once (the driver prepares each under a name it finds by
 // its text, and a new string would be hashed anew on every call). This one takes its rows as arrays,
 // so one prepared statement inserts any number of keys.
-/** The insert of keyInsertUnlessExists, then `select` (a statement over the CTE `inserted`). */
-const insertUnlessExists = (select: string) => `
+/**
+ * The insert of keyInsertUnlessExists (`onConflict` "ON CONFLICT DO NOTHING") or of keyInsertIds, then
+ * `select` (a statement over the CTE `inserted`).
+ */
+const insertKeys = (onConflict: string, select: string) => `
   WITH input AS (
     SELECT decode(hash, 'hex') AS hash, decode(sealed, 'hex') AS sealed, name, active, type, tenant_id, domain_id,
            application_id, subscriber_id, user_id, managed_by, now, expires_at, actor, changes, request_id, policy::jsonb,
@@ -72,7 +75,7 @@ const insertUnlessExists = (select: string) => `
     SELECT hash, sealed, name, active, type, tenant_id, domain_id, application_id, subscriber_id, user_id, managed_by,
            now, now, CASE WHEN active THEN now END, expires_at, policy, parent_id, ancestors
       FROM input
-    ON CONFLICT DO NOTHING
+    ${onConflict}
     RETURNING *),
   -- A new key's balance: no process can hold leases of a holder that did not exist, so nothing is announced.
   -- A new key is the first of its rotation chain: its lineage is its id.
@@ -81,9 +84,11 @@ const insertUnlessExists = (select: string) => `
     SELECT 'key:' || i.id, (i.policy->'credits'->>'remaining')::bigint, i.created_at, 1 FROM inserted i WHERE i.policy ? 'credits'),
   created AS (${recordEvents("(SELECT i.*, v.now AS event_at, v.actor, v.changes, v.request_id FROM inserted i JOIN input v ON v.hash = i.token_hash)", "created", { at: "s.event_at", actor: "s.actor", changes: "s.changes", requestId: "s.request_id" })})
   ${select}`;
-const INSERT_UNLESS_EXISTS = insertUnlessExists(keySelect("inserted"));
-/** The same, answering only the new keys' ids and hashes: an import has no use for the rest. */
-const INSERT_IDS_UNLESS_EXISTS = insertUnlessExists("SELECT i.id, i.token_hash FROM inserted i");
+const INSERT_UNLESS_EXISTS = insertKeys("ON CONFLICT DO NOTHING", keySelect("inserted"));
+/** Answering only the new keys' ids and hashes: an import has no use for the rest. */
+const INSERTED_IDS = "SELECT i.id, i.token_hash FROM inserted i";
+const INSERT_IDS_UNLESS_EXISTS = insertKeys("ON CONFLICT DO NOTHING", INSERTED_IDS);
+const INSERT_IDS = insertKeys("", INSERTED_IDS);
 
 /**
  * Inserts keys, each with its `created` event, in one statement, except those whose name a key holds
@@ -96,9 +101,15 @@ export async function keyInsertUnlessExists(q: Queryable, keys: readonly NewKey[
   return keys.map((k) => inserted.get(k.hash.toString("hex")));
 }
 
-/** keyInsertUnlessExists answering only each new key's id (undefined for a key not inserted): what an import needs. */
-export async function keyInsertIdsUnlessExists(q: Queryable, keys: readonly NewKey[]): Promise<(number | undefined)[]> {
-  const rows = await q.query(INSERT_IDS_UNLESS_EXISTS, insertParams(keys));
+/**
+ * Inserts keys as keyInsertUnlessExists does, answering only each new key's id (undefined for a key
+ * not inserted): what an import needs. Unless `unlessExists`, a taken name or token fails the whole
+ * statement (UniqueViolation) instead: an insert that has no conflict to look for is the cheaper by a
+ * probe of each unique index a key (PostgreSQL checks an ON CONFLICT's indexes before it inserts, and
+ * again as it does).
+ */
+export async function keyInsertIds(q: Queryable, keys: readonly NewKey[], unlessExists: boolean): Promise<(number | undefined)[]> {
+  const rows = await q.query(unlessExists ? INSERT_IDS_UNLESS_EXISTS : INSERT_IDS, insertParams(keys));
   const inserted = new Map(rows.map((row) => [(row.token_hash as Buffer).toString("hex"), row.id as number]));
   return keys.map((k) => inserted.get(k.hash.toString("hex")));
 }
