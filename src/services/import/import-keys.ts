@@ -180,7 +180,7 @@ export class KeyImport {
     if (createdCount > 0) this.#needs.keyCache.forgetUnknown();
     this.#needs.metrics?.keyEvents("created", createdCount);
     this.#created += createdCount;
-    if (this.#created - this.#createdByAnalyze >= Math.max(KEYS_BEFORE_ANALYZE, this.#createdByAnalyze)) await this.#analyze();
+    if (this.#created - this.#createdByAnalyze >= Math.max(KEYS_BEFORE_ANALYZE, this.#createdByAnalyze)) await this.#analyze(false);
     this.#needs.metrics?.keyEvents("updated", updated.length);
     for (const [p, verdict] of verdicts) {
       if (verdict.status === "created") {
@@ -215,12 +215,12 @@ export class KeyImport {
 
   /** Once the file is done: the planner learns how large the tables have grown, when many keys came. */
   async finish(): Promise<void> {
-    if (this.#created - this.#createdByAnalyze >= KEYS_BEFORE_ANALYZE) await this.#analyze();
+    if (this.#created >= KEYS_BEFORE_ANALYZE) await this.#analyze(true);
   }
 
-  async #analyze(): Promise<void> {
+  async #analyze(done: boolean): Promise<void> {
     this.#createdByAnalyze = this.#created;
-    await keyStatisticsRefresh(this.#needs.db);
+    await keyStatisticsRefresh(this.#needs.db, done);
   }
 
   #newKey(p: Pending, now: Date): NewKey {
