@@ -209,6 +209,15 @@ describe.each(backends())("store on %s", (backend) => {
       }
     });
 
+    it("record no event of a key that does not exist", async () => {
+      const key = await keyInsertUnlessExists(db, keyAt(tenant, "evented"), now);
+      const event = (keyId: number) => db.query(
+        `INSERT INTO key_events (at, action, key_id, key_name, key_type, tenant_id, actor, changes) VALUES ($1, 'updated', $2, 'k', 'customer', $3, '{"type":"admin"}', '{}')`,
+        [now, keyId, tenant.tenantId]);
+      await expect(event(999_999)).rejects.toThrow(/no key 999999/);
+      await expect(event(key!.id)).resolves.toBeDefined();
+    });
+
     it.runIf(backend === "postgres")("insert without locking their customer: a transaction holding its row does not hold them up", async () => {
       await db.transaction(async (tx) => {
         await tx.query("SELECT 1 FROM customers WHERE id = $1 FOR UPDATE", [tenant.tenantId]);
