@@ -104,7 +104,7 @@ describe.each(backends())("import and export (%s)", (backend) => {
     ]);
   });
 
-  it("a line naming the token or the name of a line hundreds before it is judged against what that line wrote, in whichever group and batch", async () => {
+  it("a line naming the token or the name of a line not yet written, just before it or hundreds before, is judged against what that line wrote", async () => {
     // Lines go in groups of 500 and batches of up to 1,000, a group read while the one before is written:
     // the repeats fall 300-600 lines after the lines they repeat, across those boundaries wherever they lie.
     const base: { customer: string; name: string; keyId: string }[] = [];
@@ -118,6 +118,11 @@ describe.each(backends())("import and export (%s)", (backend) => {
     }
     const out = await importFile(svc, ndjson(lines.map(([line]) => line)));
     expect(out.slice(0, -1).map((l) => l.status)).toEqual(lines.map(([, status]) => status));
+    // A line repeating the one just before it, and then lines that name nothing written before.
+    const [a, ...others] = [token(), token(), token(), token(), token(), token(), token()];
+    const near = [...others.slice(0, 5).map((keyId, i) => ({ customer: "massive", name: `n-${i}`, keyId })),
+      { customer: "massive", name: "near", keyId: a }, { customer: "massive", name: "near", keyId: a }, { customer: "massive", name: "far", keyId: others[5] }];
+    expect((await importFile(svc, ndjson(near))).slice(0, -1).map((l) => l.status)).toEqual([...Array<string>(6).fill("created"), "unchanged", "created"]);
   });
 
   it("refuses an unknown entity without createDirectory, and a body that is not NDJSON", async () => {

@@ -104,8 +104,10 @@ export class KeyImport {
   async #group(lines: readonly ImportLine[], outcomes: LineOutcome[]): Promise<{ written: Promise<void> }> {
     const now = this.#needs.clock();
     let group: Pending[] = [];
-    const write = (after: "read" | "write") => {
-      this.#written = this.#write(group, outcomes, now, this.#written, after);
+    /** Whether the group being filled names the token or the name of a line not yet written: it is read once that line is. */
+    let readAfter = false;
+    const write = () => {
+      this.#written = this.#write(group, outcomes, now, this.#written, readAfter);
       // Awaited by the next group, or at the end; a rejection meanwhile is not unhandled.
       this.#written.catch(() => undefined);
       group = [];
@@ -118,12 +120,15 @@ export class KeyImport {
         return undefined;
       });
       if (!pending) continue;
-      if (this.#unwritten.has(pending.hash) || this.#unwritten.has(pending.identity)) write("read");
-      else if (group.length === GROUP_LINES) write("write");
+      const named = this.#unwritten.has(pending.hash) || this.#unwritten.has(pending.identity);
+      if (named || group.length === GROUP_LINES) {
+        write();
+        readAfter = named;
+      }
       group.push(pending);
       this.#unwritten.set(pending.hash, group).set(pending.identity, group);
     }
-    write("write");
+    write();
     // Not the promise itself, which the caller would wait for: the next batch is grouped meanwhile.
     return { written: this.#written };
   }
@@ -145,9 +150,9 @@ export class KeyImport {
    * unique index refuses the transaction), again with ON CONFLICT DO NOTHING on the names' unique
    * indexes. Only the lines that skipped, rare, are read again, to say why.
    */
-  async #write(group: Pending[], outcomes: LineOutcome[], now: Date, before: Promise<void>, after: "read" | "write"): Promise<void> {
-    // `before` is the group before this one: read after it has committed, or only written after.
-    if (after === "read") await before;
+  async #write(group: Pending[], outcomes: LineOutcome[], now: Date, before: Promise<void>, readAfter: boolean): Promise<void> {
+    // `before` is the group before this one: read after it has committed (`readAfter`), or only written after.
+    if (readAfter) await before;
     if (group.length === 0) return before;
     const { db } = this.#needs;
     const byToken = await keyFindByTokens(db, group.map((p) => p.hash), now);
