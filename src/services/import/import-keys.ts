@@ -176,8 +176,9 @@ export class KeyImport {
       if (error instanceof UniqueViolation) return writeGroup(true);
       throw error;
     });
+    // Written: a later line that names one of these may be read at once.
     for (const p of group) {
-      for (const named of [p.hash, p.identity]) if (this.#unwritten.get(named) === group) this.#unwritten.delete(named);
+      for (const name of [p.hash, p.identity]) if (this.#unwritten.get(name) === group) this.#unwritten.delete(name);
     }
     const skipped = await this.#whySkipped(created.filter((p) => inserted.get(p) === undefined), now);
     const createdCount = created.length - skipped.size;
