@@ -133,6 +133,24 @@ describe.each(backends())("import and export (%s)", (backend) => {
     expect(json.body.error).toBe("unsupported_media_type");
   });
 
+  it("a domain or a user's email that another customer holds is a conflict of that line, and the import goes on", async () => {
+    const [t1, t2, t3, t4, t5, t6] = [token(), token(), token(), token(), token(), token()];
+    const out = await importFile(svc, ndjson([
+      { customer: "initech", domain: "sip.initech.example", name: "trunk", keyId: t1 },
+      { customer: "hooli", domain: "sip.initech.example", name: "trunk", keyId: t2 },
+      { customer: "initech", user: "bob@initech.example", name: "bob@initech.example", keyId: t3 },
+      { customer: "hooli", user: "bob@initech.example", name: "bob@initech.example", keyId: t4 },
+      { customer: "hooli", domain: "sip.initech.example", name: "trunk-2", keyId: t5 },
+      { customer: "hooli", name: "root", keyId: t6 },
+    ]));
+    expect(out.slice(0, 6).map((l) => [l.line, l.status])).toEqual([[1, "created"], [2, "conflict"], [3, "created"], [4, "conflict"], [5, "conflict"], [6, "created"]]);
+    for (const i of [1, 4]) expect(out[i]).toMatchObject({ error: { status: 409, error: "conflict", message: expect.stringContaining("sip.initech.example") } });
+    expect(out[3]).toMatchObject({ error: { status: 409, error: "conflict", message: expect.stringContaining("bob@initech.example") } });
+    expect(out[6]).toEqual({ summary: { created: 3, updated: 0, unchanged: 0, conflict: 3, invalid: 0 } });
+    for (const refused of [t2, t4, t5]) expect((await svc.as(refused).get("/keys/self")).status).toBe(401);
+    expect((await svc.as(t6).get("/keys/self")).body).toMatchObject({ name: "root", type: "customer" });
+  });
+
   it("sends no webhook message for what it imports, where a provisioned key gets one", async () => {
     const hook = await svc.admin.post("/admin/webhooks", { url: "http://127.0.0.1:9/hook", events: ["key.created", "key.updated"] });
     expect(hook.status, JSON.stringify(hook.body)).toBe(201);

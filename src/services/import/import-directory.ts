@@ -1,4 +1,4 @@
-import { AppError, notFound, UniqueViolation } from "../../domain/errors.ts";
+import { AppError, conflict, notFound, UniqueViolation } from "../../domain/errors.ts";
 import { parseNamed } from "../../domain/scope/identifier.ts";
 import type { ImportLine } from "../../domain/import/import-line.ts";
 import type { Customer, Domain, User } from "../../domain/model.ts";
@@ -40,7 +40,9 @@ export class ImportDirectory {
       if (this.#resolved.size >= MAX_RESOLVED) this.#resolved.clear();
       resolved = this.#resolve(line);
       this.#resolved.set(key, resolved);
-      resolved.catch(() => this.#resolved.delete(key));
+      // A refusal stands for the rest of the import (each line of a domain another customer holds is not
+      // tried again); a failure of the database does not.
+      resolved.catch((error: unknown) => error instanceof AppError || this.#resolved.delete(key));
     }
     return resolved;
   }
@@ -82,7 +84,11 @@ export class ImportDirectory {
     return user;
   }
 
-  /** Finds an entity, or creates it when the import may; of two imports creating it at once, one does and both use it. */
+  /**
+   * Finds an entity, or creates it when the import may; of two imports creating it at once, one does
+   * and both use it. A name that another parent's entity holds (domains and users' emails are unique
+   * across customers) is a conflict: the line is not written, and the import goes on.
+   */
   async #entity<T>(kind: ImportedEntity, ref: string, find: () => Promise<T | undefined>, insert: (now: Date) => Promise<T>): Promise<T> {
     const found = await find();
     if (found) return found;
@@ -96,7 +102,7 @@ export class ImportDirectory {
     } catch (error) {
       if (!(error instanceof UniqueViolation)) throw error;
       const raced = await find();
-      if (!raced) throw error;
+      if (!raced) throw conflict(`A ${kind} ${ref} exists, but not where this line puts it.`);
       return raced;
     }
   }

@@ -116,7 +116,8 @@ export class KeyImport {
       if (index % LINES_PER_TURN === LINES_PER_TURN - 1) await turn();
       const pending = await this.#prepare(index, line, now).catch((error: unknown) => {
         if (!(error instanceof AppError)) throw error;
-        outcomes[index] = { status: "invalid", error: lineError(error.code, error.message) };
+        // An entity the line names that is another's (409) is a conflict, as a taken name is; else the line is invalid.
+        outcomes[index] = { status: error.code === "conflict" ? "conflict" : "invalid", error: lineError(error.code, error.message) };
         return undefined;
       });
       if (!pending) continue;
