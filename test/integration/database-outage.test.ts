@@ -1,9 +1,12 @@
 import { randomBytes } from "node:crypto";
+import { request } from "node:http";
 import { afterEach, describe, expect, inject, it } from "vitest";
+import { listen } from "../../src/http/server.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
 import { createPostgresDatabase } from "../support/databases.ts";
 import { captureLogger, startService, type TestService } from "../support/service.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
+import { importFile, ndjson, token } from "../support/import.ts";
 import { startTraffic, statusesOf } from "../support/traffic.ts";
 import { createTenant } from "../support/world.ts";
 
@@ -204,5 +207,46 @@ describe.skipIf(!server)("a database that goes away, through a proxy (PostgreSQL
     }
     console.log(`[outage] revocation on the second process after ${OUTAGE_MS} ms outages, ${TRIALS} trials: ${delays.map((d) => Math.round(d)).join(", ")} ms`);
     expect(Math.max(...delays)).toBeLessThan(1_000);
+  });
+  it("an import cut off from the database answers the lines it wrote, each once and in order, then an error line; run again, the file completes", { timeout: 120_000 }, async () => {
+    const { svc, proxy } = await throughProxy(1_000);
+    const http = await listen(svc.app, 0, "127.0.0.1");
+    cleanups.push(() => http.close(100));
+    const lines = ndjson(Array.from({ length: 3_000 }, (_, i) => ({ customer: "initech", name: `key-${i}`, keyId: token() })));
+    const [first, rest] = [lines.slice(0, lines.length / 2), lines.slice(lines.length / 2)];
+    // Half the file; once some of it is answered, the database goes away and the rest is sent.
+    let cut = false;
+    const answer = await new Promise<string>((resolve, reject) => {
+      const req = request(`${http.url}/admin/keys/import?createDirectory=true`, {
+        method: "POST", headers: { Authorization: `Bearer ${svc.adminToken}`, "Content-Type": "application/x-ndjson" },
+      }, (res) => {
+        let text = "";
+        res.on("data", (c: Buffer) => {
+          text += c.toString();
+          if (!cut && text.includes('"line":100,')) {
+            cut = true;
+            proxy.cut();
+            req.end(rest);
+          }
+        });
+        res.on("end", () => resolve(text));
+      });
+      req.on("error", reject);
+      req.write(first);
+    });
+    const answered = answer.trimEnd().split("\n").map((l) => JSON.parse(l) as { line?: number; status?: string; error?: { status: number; error: string } });
+    const last = answered.pop()!;
+    expect(last.error).toMatchObject({ status: 503, error: "unavailable" });
+    expect(answered.length).toBeGreaterThanOrEqual(100);
+    expect(answered.length).toBeLessThan(3_000);
+    expect(answered.map((a) => a.line)).toEqual(answered.map((_, i) => i + 1));
+    expect(answered.filter((a) => a.status !== "created")).toEqual([]);
+
+    proxy.restore();
+    // Every line answered was written; others may have been too, and are then unchanged.
+    const { summary } = (await importFile(svc, lines)).at(-1) as { summary: Record<string, number> };
+    expect(summary).toMatchObject({ updated: 0, conflict: 0, invalid: 0 });
+    expect(summary.unchanged).toBeGreaterThanOrEqual(answered.length);
+    expect(summary.created! + summary.unchanged!).toBe(3_000);
   });
 });
