@@ -61,6 +61,7 @@ export const FIGURES = [
   { key: "exportSeconds", label: "export: 1,000,000 keys in one GET /admin/keys/export, to last byte", unit: "s", target: { op: "<=", value: 20 } },
   { key: "exportRssGrowthMiB", label: "export: server's peak RSS growth", unit: "MiB", target: { op: "<=", value: 64 } },
   { key: "importAuthP99VsIdle", label: "GET /auth p99 for another key during the import ÷ idle, same run", unit: "×", target: { op: "<=", value: 2 } },
+  { key: "importElsewhereAuthP99VsIdle", label: "GET /auth p99 while an import runs on another keyplane process of the same machine ÷ idle (what sharing the cores costs)", unit: "×" },
 ] as const satisfies readonly FigureSpec[];
 
 export type FigureKey = (typeof FIGURES)[number]["key"];

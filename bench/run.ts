@@ -504,7 +504,11 @@ async function main(): Promise<number> {
     }
     if (s.phases.has("import")) {
       const keys = Number(process.env.BENCH_IMPORT_KEYS ?? (s.mode === "full" ? 1_000_000 : 20_000));
-      const imported = await importPhase({ say, problem: (text) => problems.push(text), keys, seconds: s.seconds }, a, env.adminToken, fixture);
+      const imported = await importPhase({ say, problem: (text) => problems.push(text), keys, seconds: s.seconds }, a, env.adminToken, fixture, async () => {
+        const peer = await startKeyplane("import-peer", env);
+        children.push(peer);
+        return peer;
+      });
       Object.assign(values, imported.figures);
       Object.assign(details, imported.details);
       runs.import = imported.run;
