@@ -39,6 +39,7 @@ import { UsageCounter } from "./services/analytics/usage-counter.ts";
 import { usageUpkeep } from "./services/analytics/usage-upkeep.ts";
 import { UsageWriter } from "./services/analytics/usage-writer.ts";
 import { startWebhookWorker, type Sender } from "./webhook-worker.ts";
+import { importWorkerRunner } from "./import-worker.ts";
 import type { Database } from "./store/database.ts";
 import { loadMigrations, migrate } from "./store/migrate.ts";
 import { openPglite } from "./store/pglite.ts";
@@ -79,6 +80,11 @@ export interface KeyplaneOptions {
   leaks?: Partial<LeakSettings> & { githubKeysUrl?: string; fetch?: typeof globalThis.fetch };
   /** Webhooks (docs/webhooks.md): where they may send, the expiry notices, and the sender's parts. */
   webhooks?: WebhookOptions;
+  /**
+   * On PostgreSQL, import keys on a worker thread with a pool of its own (src/import-worker.ts), as
+   * `keyplane serve` does; else imports run on this thread, on `db` (PGlite, and the tests that ask so).
+   */
+  importWorker?: { connectionString: string; timeoutMs: number; logLevel: string };
   /** Usage analytics (docs/analytics.md): counted unless `counting` is false; the retention; how often counts are written (10 s). */
   analytics?: { counting?: boolean; retention?: Retention; writeMs?: number };
 }
@@ -146,6 +152,9 @@ export async function createKeyplane(options: KeyplaneOptions): Promise<Keyplane
   const upkeep = () => usageUpkeep(analytics, usageWriter?.known ?? new Set());
   await upkeep().catch((error: unknown) => log.warn({ err: error }, "could not make usage analytics' partitions; will retry"));
   const sender = await startSender(ctx, options);
+  if (options.importWorker) {
+    ctx.importRunner = importWorkerRunner({ ...options.importWorker, masterKey: options.secrets.masterKey, secrets: [options.secrets.adminToken] }, ctx, log);
+  }
   const expiryNotices = new ExpiryNotices({ db, clock, log }, w.expiryNotices ?? parseExpiryNotices(DEFAULT_EXPIRY_NOTICES));
   const unlisten = await invalidateCachesOnChanges(ctx);
   const trustedProxies = options.trustedProxies ?? parseTrustedProxies("");

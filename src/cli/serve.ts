@@ -26,11 +26,12 @@ export async function serve(config: Config): Promise<void> {
     process.stdout.write(`\nkeyplane admin token: kept in ${adminTokenPath(config)} (cat it; it is not shown again)\n\n`);
   }
   const db = await openDatabase(config, log);
-  // On PostgreSQL, webhooks go out from a worker thread with a pool of its own (src/webhook-worker.ts).
+  // On PostgreSQL, webhooks go out from a worker thread with a pool of its own (src/webhook-worker.ts),
+  // and imports run on another (src/import-worker.ts).
   const worker = config.databaseUrl ? { connectionString: config.databaseUrl, timeoutMs: config.databaseTimeoutMs, logLevel: config.logLevel } : undefined;
   const keyplane = await createKeyplane({ db, secrets, runtimeHeader: config.runtimeHeader, log, keyCache: { staleMs: config.staleMs },
     throttle: { failuresPerMinute: config.authFailuresPerMinute }, trustedProxies: config.trustedProxies, authGateway: config.authGateway, metrics: config.metricsPort !== undefined,
-    leaks: config.leaks, webhooks: { ...config.webhooks, worker }, analytics: config.analytics });
+    leaks: config.leaks, webhooks: { ...config.webhooks, worker }, importWorker: worker, analytics: config.analytics });
   const http = await listen(keyplane.app, config.port, config.host);
   const metrics = keyplane.metrics && config.metricsPort !== undefined ? await listen(metricsHandler(keyplane.metrics), config.metricsPort, config.host) : undefined;
   const operator = await startOperator(config.operator, keyplane.ctx, log);

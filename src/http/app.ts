@@ -16,7 +16,7 @@ import { BODY_LIMIT, hasBody, isJson, isStreamedBody } from "./body.ts";
 import { isAdminToken } from "./admin-token.ts";
 import { errorHandler, sendError } from "./errors.ts";
 import { healthRoutes } from "./operations/health-routes.ts";
-import { importRoutes } from "./import/import-routes.ts";
+import { importRoutes, type ImportRunner } from "./import/import-routes.ts";
 import { keysRoutes } from "./keys/keys-routes.ts";
 import { verifyRoutes } from "./verification/verify-routes.ts";
 import { authRoutes, type AuthHandler } from "./verification/auth-routes.ts";
@@ -48,7 +48,8 @@ export interface AppOptions {
  * The app mounts every room's routes, so it takes what each of them needs; each route factory is
  * handed this one object and reads only its own rooms' part of it.
  */
-export type AppNeeds = KeysNeeds & VerificationNeeds & PolicyNeeds & WebhooksNeeds & LeaksNeeds & DirectoryNeeds & OperationsNeeds & ImportNeeds;
+export type AppNeeds = KeysNeeds & VerificationNeeds & PolicyNeeds & WebhooksNeeds & LeaksNeeds & DirectoryNeeds & OperationsNeeds & ImportNeeds
+  & { importRunner?: ImportRunner | undefined };
 
 export function createApp(ctx: AppNeeds, options: AppOptions): express.Express {
   const app = express();

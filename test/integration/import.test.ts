@@ -9,13 +9,14 @@ import { startPeer, startService, type TestService } from "../support/service.ts
 
 // POST /admin/keys/import and GET /admin/keys/export (docs/api.md, "Import and export"): every status
 // of a line, every refusal with its line number, a body cut off, a second run of the same file, and
-// the round trip export -> import into an empty keyplane -> export.
+// the round trip export -> import into an empty keyplane -> export. On PostgreSQL the imports run on
+// the import's worker thread, as `keyplane serve` runs them; on PGlite, on the serving thread.
 const FUTURE = "2099-01-01T00:00:00.000Z";
 
 describe.each(backends())("import and export (%s)", (backend) => {
   let svc: TestService;
   beforeAll(async () => {
-    svc = await startService(backend, { webhooks: { allowHttp: true, allowPrivate: true, sender: { pollMs: 3_600_000 } } });
+    svc = await startService(backend, { importWorker: true, webhooks: { allowHttp: true, allowPrivate: true, sender: { pollMs: 3_600_000 } } });
   });
   afterAll(() => svc.stop());
 
@@ -186,7 +187,7 @@ describe.each(backends())("import and export (%s)", (backend) => {
     const before = await exportFile(svc);
     expect(before.length).toBeGreaterThan(5);
     expect(before.every((l) => !("deletedAt" in JSON.parse(l)))).toBe(true);
-    const empty = await startService(backend);
+    const empty = await startService(backend, { importWorker: true });
     try {
       const out = await importFile(empty, before.join("\n") + "\n");
       expect(out.at(-1)).toEqual({ summary: { created: before.length, updated: 0, unchanged: 0, conflict: 0, invalid: 0 } });
@@ -225,6 +226,62 @@ describe.each(backends())("import and export (%s)", (backend) => {
     expect(read).toMatchObject({ last: start.last + 1, changes: [], holes: [], imported: true });
     await exportFile(svc, "?customer=acme");
     expect(await keyLogRead(svc.database.db, read.last, [], 10)).toMatchObject({ last: read.last + 1, changes: [], holes: [], imported: false });
+  });
+
+  it("a client that reads the answers to the lines it sent before it sends more gets them", async () => {
+    const http = await listen(svc.app, 0, "127.0.0.1");
+    try {
+      const lines = Array.from({ length: 600 }, (_, i) => JSON.stringify({ customer: "wayne", name: `turn-${i}`, keyId: token() }) + "\n");
+      const text = await new Promise<string>((resolve, reject) => {
+        const req = request(`${http.url}/admin/keys/import?createDirectory=true`, {
+          method: "POST", headers: { Authorization: `Bearer ${svc.adminToken}`, "Content-Type": "application/x-ndjson" },
+        }, (res) => {
+          let answered = "";
+          res.on("data", (c: Buffer) => {
+            answered += c.toString();
+            // Every line of the first half answered: the second half goes.
+            if (answered.includes('"line":300,') && !req.writableEnded) req.end(lines.slice(300).join(""));
+          });
+          res.on("end", () => resolve(answered));
+        });
+        req.on("error", reject);
+        req.write(lines.slice(0, 300).join(""));
+      });
+      expect(text).toContain('{"summary":{"created":600,');
+    } finally {
+      await http.close(100);
+    }
+  });
+
+  it("a client that goes away mid-file: every line it sent whole is written, the line it cut is not", async () => {
+    const http = await listen(svc.app, 0, "127.0.0.1");
+    try {
+      const lines = Array.from({ length: 400 }, (_, i) => JSON.stringify({ customer: "cyberdyne", name: `gone-${i}`, keyId: token() }) + "\n");
+      const sent = lines.slice(0, 300).join("") + lines[300]!.slice(0, 20);
+      await new Promise<void>((resolve) => {
+        const req = request(`${http.url}/admin/keys/import?createDirectory=true`, {
+          method: "POST", headers: { Authorization: `Bearer ${svc.adminToken}`, "Content-Type": "application/x-ndjson" },
+        }, (res) => {
+          let text = "";
+          res.on("data", (c: Buffer) => {
+            text += c.toString();
+            // Answers have begun: the client goes, without ending its body.
+            if (text.includes('"line":1,')) req.destroy();
+          });
+          res.on("error", () => resolve());
+          res.on("close", () => resolve());
+        });
+        req.on("error", () => resolve());
+        req.write(sent);
+      });
+      let exported: string[] = [];
+      for (const started = Date.now(); exported.length < 300 && Date.now() - started < 10_000; await new Promise((r) => setTimeout(r, 100))) {
+        exported = await exportFile(svc, "?customer=cyberdyne");
+      }
+      expect(exported.map((l) => (JSON.parse(l) as { name: string }).name).sort()).toEqual(lines.slice(0, 300).map((_, i) => `gone-${i}`).sort());
+    } finally {
+      await http.close(100);
+    }
   });
 
   it("an import's body may take longer than the whole-request time limit of every other route", async () => {

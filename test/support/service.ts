@@ -71,6 +71,8 @@ export interface TestServiceOptions {
   webhooks?: KeyplaneOptions["webhooks"];
   /** Usage analytics: counting, retention, how often counts are written (tests write by hand: the default is out of the way). */
   analytics?: KeyplaneOptions["analytics"];
+  /** On PostgreSQL, import on a worker thread of its own, as `keyplane serve` does (src/import-worker.ts); on PGlite, on this thread regardless. */
+  importWorker?: boolean;
 }
 
 export function captureLogger(logs: string[], secrets: string[] = []): Logger {
@@ -101,6 +103,7 @@ export async function startService(backend: Backend, options: TestServiceOptions
     leaks: options.leaks,
     webhooks: options.webhooks,
     analytics: { writeMs: 3_600_000, ...options.analytics },
+    importWorker: options.importWorker && database.url ? { connectionString: database.url, timeoutMs: 5_000, logLevel: "warn" } : undefined,
   });
   // Every answer this service gives is checked against its own /openapi.json (conformance.ts).
   const app = (await conformanceOf(keyplane.app)).wrap(keyplane.app);

@@ -1,5 +1,3 @@
-import type { Readable } from "node:stream";
-
 /** One line of an NDJSON body: its text, or that it was longer than the bound (its text dropped). */
 export type BodyLine = { text: string } | { tooLong: true };
 
@@ -10,7 +8,7 @@ export type BodyLine = { text: string } | { tooLong: true };
  * there leaves half a JSON value, which its reader refuses). Reading waits for the consumer: the
  * request is not read faster than its lines are taken.
  */
-export async function* ndjsonLines(body: AsyncIterable<Buffer> & Readable, maxBytes: number): AsyncGenerator<BodyLine> {
+export async function* ndjsonLines(body: AsyncIterable<Buffer>, maxBytes: number): AsyncGenerator<BodyLine> {
   let parts: Buffer[] = [];
   let held = 0;
   let skipping = false;
