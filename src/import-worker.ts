@@ -139,7 +139,9 @@ export function importWorkerRunner(setup: ImportWorkerSetup, effects: ImportEffe
     try {
       for await (const chunk of body) {
         if (!running.has(id)) break;
-        w.postMessage({ type: "body", id, chunk } satisfies ToWorker);
+        // A copy of its bytes alone, handed over: the chunk may be a view of a larger buffer of the socket's.
+        const bytes = new Uint8Array(chunk);
+        w.postMessage({ type: "body", id, chunk: bytes } satisfies ToWorker, [bytes.buffer]);
         await run.body.add(chunk.length);
       }
       w.postMessage({ type: "end", id } satisfies ToWorker);
