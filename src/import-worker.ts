@@ -4,7 +4,7 @@ import { isMainThread, parentPort, Worker, workerData, type MessagePort } from "
 import type { Logger } from "pino";
 import type { KeyAction } from "./domain/keys/key-event.ts";
 import { createSealer } from "./domain/seal.ts";
-import { importStream, type AnswerSink, type ImportRequest } from "./http/import/import-stream.ts";
+import { failureLine, importStream, type AnswerSink, type ImportRequest } from "./http/import/import-stream.ts";
 import type { ImportRunner } from "./http/import/import-routes.ts";
 import { createLogger } from "./logging.ts";
 import type { ImportNeeds } from "./services/import/needs.ts";
@@ -53,9 +53,6 @@ type FromWorker =
   | { type: "events"; action: KeyAction; count: number };
 
 const MARK = "keyplane-import-worker";
-
-/** The last line of an import whose worker failed before it ended the answer. */
-const STOPPED = `${JSON.stringify({ error: { status: 500, error: "internal", message: "The import stopped: the lines answered so far stand." } })}\n`;
 
 /** A count of bytes that one side waits on until the other has taken enough of them. */
 class Ahead {
@@ -124,7 +121,7 @@ export function importWorkerRunner(setup: ImportWorkerSetup, effects: ImportEffe
       for (const [id, run] of running) {
         running.delete(id);
         run.body.release();
-        void run.written.then(() => run.sink.write(STOPPED)).then(run.done);
+        void run.written.then(() => run.sink.write(failureLine(new Error("the import worker stopped")))).then(run.done);
       }
     });
     return w;

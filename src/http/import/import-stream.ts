@@ -142,8 +142,13 @@ export async function streamLines<T>(sink: AnswerSink, items: Iterable<T> | Asyn
 
 /** A failure once the answer has begun: its last line says so, with the error body every error has. */
 async function fail(needs: ImportNeeds, sink: AnswerSink, error: unknown): Promise<void> {
-  const code: ErrorCode = error instanceof AppError ? error.code : "internal";
   needs.log.error({ err: error }, "import failed");
+  await sink.write(failureLine(error));
+}
+
+/** The answer's last line when the import stopped: the error's own body, or an internal error's. */
+export function failureLine(error: unknown): string {
+  const code: ErrorCode = error instanceof AppError ? error.code : "internal";
   const message = error instanceof AppError ? error.message : "The import stopped: the lines answered so far stand.";
-  await sink.write(`${JSON.stringify({ error: { status: statusOf(code), error: code, message } })}\n`);
+  return `${JSON.stringify({ error: { status: statusOf(code), error: code, message } })}\n`;
 }
