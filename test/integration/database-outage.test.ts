@@ -1,12 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { request } from "node:http";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { listen } from "../../src/http/server.ts";
 import { openPostgres } from "../../src/store/postgres.ts";
 import { createPostgresDatabase } from "../support/databases.ts";
 import { captureLogger, startService, type TestService } from "../support/service.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
-import { importFile, ndjson, token } from "../support/import.ts";
+import { importFile, importWhileAnswered, ndjson, token } from "../support/import.ts";
 import { startTraffic, statusesOf } from "../support/traffic.ts";
 import { createTenant } from "../support/world.ts";
 
@@ -215,24 +214,11 @@ describe.skipIf(!server)("a database that goes away, through a proxy (PostgreSQL
     const lines = ndjson(Array.from({ length: 3_000 }, (_, i) => ({ customer: "initech", name: `key-${i}`, keyId: token() })));
     const [first, rest] = [lines.slice(0, lines.length / 2), lines.slice(lines.length / 2)];
     // Half the file; once some of it is answered, the database goes away and the rest is sent.
-    let cut = false;
-    const answer = await new Promise<string>((resolve, reject) => {
-      const req = request(`${http.url}/admin/keys/import?createDirectory=true`, {
-        method: "POST", headers: { Authorization: `Bearer ${svc.adminToken}`, "Content-Type": "application/x-ndjson" },
-      }, (res) => {
-        let text = "";
-        res.on("data", (c: Buffer) => {
-          text += c.toString();
-          if (!cut && text.includes('"line":100,')) {
-            cut = true;
-            proxy.cut();
-            req.end(rest);
-          }
-        });
-        res.on("end", () => resolve(text));
-      });
-      req.on("error", reject);
-      req.write(first);
+    const answer = await importWhileAnswered(http.url, svc.adminToken, first, (answered, req) => {
+      if (!req.writableEnded && answered.includes('"line":100,')) {
+        proxy.cut();
+        req.end(rest);
+      }
     });
     const answered = answer.trimEnd().split("\n").map((l) => JSON.parse(l) as { line?: number; status?: string; error?: { status: number; error: string } });
     const last = answered.pop()!;

@@ -4,7 +4,7 @@ import { listen } from "../../src/http/server.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keyLogRead } from "../../src/store/keys/key-catch-up.ts";
 import { backends } from "../support/databases.ts";
-import { exportFile, importFile, ndjson, token } from "../support/import.ts";
+import { exportFile, importFile, importWhileAnswered, ndjson, token } from "../support/import.ts";
 import { startPeer, startService, type TestService } from "../support/service.ts";
 
 // POST /admin/keys/import and GET /admin/keys/export (docs/api.md, "Import and export"): every status
@@ -232,20 +232,9 @@ describe.each(backends())("import and export (%s)", (backend) => {
     const http = await listen(svc.app, 0, "127.0.0.1");
     try {
       const lines = Array.from({ length: 600 }, (_, i) => JSON.stringify({ customer: "wayne", name: `turn-${i}`, keyId: token() }) + "\n");
-      const text = await new Promise<string>((resolve, reject) => {
-        const req = request(`${http.url}/admin/keys/import?createDirectory=true`, {
-          method: "POST", headers: { Authorization: `Bearer ${svc.adminToken}`, "Content-Type": "application/x-ndjson" },
-        }, (res) => {
-          let answered = "";
-          res.on("data", (c: Buffer) => {
-            answered += c.toString();
-            // Every line of the first half answered: the second half goes.
-            if (answered.includes('"line":300,') && !req.writableEnded) req.end(lines.slice(300).join(""));
-          });
-          res.on("end", () => resolve(answered));
-        });
-        req.on("error", reject);
-        req.write(lines.slice(0, 300).join(""));
+      // Every line of the first half answered: the second half goes.
+      const text = await importWhileAnswered(http.url, svc.adminToken, lines.slice(0, 300).join(""), (answered, req) => {
+        if (answered.includes('"line":300,') && !req.writableEnded) req.end(lines.slice(300).join(""));
       });
       expect(text).toContain('{"summary":{"created":600,');
     } finally {
@@ -258,21 +247,9 @@ describe.each(backends())("import and export (%s)", (backend) => {
     try {
       const lines = Array.from({ length: 400 }, (_, i) => JSON.stringify({ customer: "cyberdyne", name: `gone-${i}`, keyId: token() }) + "\n");
       const sent = lines.slice(0, 300).join("") + lines[300]!.slice(0, 20);
-      await new Promise<void>((resolve) => {
-        const req = request(`${http.url}/admin/keys/import?createDirectory=true`, {
-          method: "POST", headers: { Authorization: `Bearer ${svc.adminToken}`, "Content-Type": "application/x-ndjson" },
-        }, (res) => {
-          let text = "";
-          res.on("data", (c: Buffer) => {
-            text += c.toString();
-            // Answers have begun: the client goes, without ending its body.
-            if (text.includes('"line":1,')) req.destroy();
-          });
-          res.on("error", () => resolve());
-          res.on("close", () => resolve());
-        });
-        req.on("error", () => resolve());
-        req.write(sent);
+      // Answers have begun: the client goes, without ending its body.
+      await importWhileAnswered(http.url, svc.adminToken, sent, (answered, req) => {
+        if (answered.includes('"line":1,')) req.destroy();
       });
       let exported: string[] = [];
       for (const started = Date.now(); exported.length < 300 && Date.now() - started < 10_000; await new Promise((r) => setTimeout(r, 100))) {

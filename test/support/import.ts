@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { request, type ClientRequest } from "node:http";
 import supertest from "supertest";
 import { expect } from "vitest";
 import type { TestService } from "./service.ts";
@@ -31,4 +32,27 @@ export async function exportFile(svc: TestService, query = "") {
   expect(res.status, String(res.body)).toBe(200);
   const text = res.body as string;
   return text === "" ? [] : text.trimEnd().split("\n");
+}
+
+/**
+ * POST /admin/keys/import to a listening server, `first` written and the body left open: `onAnswer`
+ * is called with the answer so far each time more of it comes, and may write or end the body, or
+ * destroy the request. Resolves with the answer's text once it has ended or the request has gone.
+ */
+export function importWhileAnswered(url: string, adminToken: string, first: string, onAnswer: (answered: string, req: ClientRequest) => void): Promise<string> {
+  return new Promise((resolve) => {
+    let answered = "";
+    const req = request(`${url}/admin/keys/import?createDirectory=true`, {
+      method: "POST", headers: { Authorization: `Bearer ${adminToken}`, "Content-Type": "application/x-ndjson" },
+    }, (res) => {
+      res.on("data", (c: Buffer) => {
+        answered += c.toString();
+        onAnswer(answered, req);
+      });
+      res.on("error", () => resolve(answered));
+      res.on("close", () => resolve(answered));
+    });
+    req.on("error", () => resolve(answered));
+    req.write(first);
+  });
 }
