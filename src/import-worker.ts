@@ -130,8 +130,9 @@ export function importWorkerRunner(setup: ImportWorkerSetup, effects: ImportEffe
   return async (request, body, sink) => {
     const w = (worker ??= start());
     const id = next++;
-    const finished = new Promise<void>((done) => running.set(id, { sink, written: Promise.resolve(), body: new Ahead(), done }));
-    const run = running.get(id)!;
+    const { promise: finished, resolve: done } = Promise.withResolvers<void>();
+    const run: Running = { sink, written: Promise.resolve(), body: new Ahead(), done };
+    running.set(id, run);
     w.postMessage({ type: "start", id, request } satisfies ToWorker);
     try {
       for await (const chunk of body) {
@@ -225,16 +226,15 @@ function runWorker(setup: ImportWorkerSetup): void {
     pathScopes: { clear: () => post({ type: "clearPathScopes" }) },
     metrics: { keyEvents: (action, count = 1) => post({ type: "events", action, count }) },
   };
-  const inboxes = new Map<number, Inbox>();
-  const answers = new Map<number, { ahead: Ahead; alive: boolean }>();
+  /** Each import under way: its body as it comes, and how far its answer is ahead of the writing of it. */
+  const imports = new Map<number, { inbox: Inbox; answer: { ahead: Ahead; alive: boolean } }>();
   port.on("message", (m: ToWorker) => {
     if (m.type === "close") {
       void db.close().finally(() => process.exit(0));
     } else if (m.type === "start") {
       const inbox = new Inbox((bytes) => post({ type: "took", id: m.id, bytes }));
       const answer = { ahead: new Ahead(), alive: true };
-      inboxes.set(m.id, inbox);
-      answers.set(m.id, answer);
+      imports.set(m.id, { inbox, answer });
       const sink: AnswerSink = {
         get gone() {
           return inbox.gone || !answer.alive;
@@ -249,16 +249,15 @@ function runWorker(setup: ImportWorkerSetup): void {
       void importStream(needs, m.request, inbox, sink)
         .catch((error: unknown) => log.error({ err: error }, "import failed"))
         .finally(() => {
-          inboxes.delete(m.id);
-          answers.delete(m.id);
+          imports.delete(m.id);
           post({ type: "done", id: m.id });
         });
     } else if (m.type === "body") {
-      inboxes.get(m.id)?.push(Buffer.from(m.chunk.buffer, m.chunk.byteOffset, m.chunk.byteLength));
+      imports.get(m.id)?.inbox.push(Buffer.from(m.chunk.buffer, m.chunk.byteOffset, m.chunk.byteLength));
     } else if (m.type === "end" || m.type === "gone") {
-      inboxes.get(m.id)?.end(m.type === "gone");
+      imports.get(m.id)?.inbox.end(m.type === "gone");
     } else {
-      const answer = answers.get(m.id);
+      const answer = imports.get(m.id)?.answer;
       if (!answer) return;
       answer.alive &&= m.alive;
       answer.ahead.take(m.bytes);

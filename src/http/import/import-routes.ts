@@ -7,6 +7,7 @@ import { AppError } from "../../domain/errors.ts";
 import { exportKeys, exportNarrowing, recordExport, type ExportedLine } from "../../services/import/export-keys.ts";
 import type { ImportNeeds } from "../../services/import/needs.ts";
 import { adminAuthor } from "../author.ts";
+import { drained } from "../response.ts";
 import { route, type Route } from "../route.ts";
 import { EXPORT_EXAMPLE, IMPORT_ANSWER_EXAMPLE, IMPORT_EXAMPLE, importAnswerLine } from "./import-examples.ts";
 import { exportQuery, importLineObject, importQuery } from "./import-schemas.ts";
@@ -65,11 +66,7 @@ function responseSink(req: Request, res: Response): AnswerSink {
     },
     async write(chunk) {
       if (res.destroyed) return false;
-      if (!res.write(chunk)) await new Promise((resolve) => {
-        res.once("drain", resolve);
-        res.once("close", resolve);
-      });
-      return !res.destroyed;
+      return res.write(chunk) || drained(res);
     },
   };
 }

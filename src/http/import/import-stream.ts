@@ -2,12 +2,13 @@
 // answer line each out, in order, then the summary. Free of the HTTP request and response, so that it
 // runs the same on the thread that serves requests and on the import's own (src/import-worker.ts).
 import { setImmediate as turn } from "node:timers/promises";
-import { AppError, statusOf, type ErrorCode } from "../../domain/errors.ts";
+import { AppError, type ErrorCode } from "../../domain/errors.ts";
 import type { ImportLine } from "../../domain/import/import-line.ts";
 import { KeyImport, lineError, type LineOutcome } from "../../services/import/import-keys.ts";
 import type { ImportNeeds } from "../../services/import/needs.ts";
 import type { Author } from "../../domain/keys/key-event.ts";
 import { BODY_LIMIT, limitText } from "../body.ts";
+import { errorBody } from "../errors.ts";
 import { parse } from "../route.ts";
 import { creatable, importLineObject } from "./import-schemas.ts";
 import { ndjsonLines, type BodyLine } from "./ndjson-lines.ts";
@@ -148,7 +149,6 @@ async function fail(needs: ImportNeeds, sink: AnswerSink, error: unknown): Promi
 
 /** The answer's last line when the import stopped: the error's own body, or an internal error's. */
 export function failureLine(error: unknown): string {
-  const code: ErrorCode = error instanceof AppError ? error.code : "internal";
-  const message = error instanceof AppError ? error.message : "The import stopped: the lines answered so far stand.";
-  return `${JSON.stringify({ error: { status: statusOf(code), error: code, message } })}\n`;
+  const body = error instanceof AppError ? errorBody(error.code, error.message) : errorBody("internal", "The import stopped: the lines answered so far stand.");
+  return `{"error":${body}}\n`;
 }

@@ -1,5 +1,6 @@
 import type { Request, Response } from "express";
 import type { Key } from "../../domain/model.ts";
+import { drained } from "../response.ts";
 import { keyJsonText } from "./key-text.ts";
 import { keyJson } from "./present.ts";
 
@@ -40,19 +41,6 @@ export async function sendKeyList(
 
 /** Keys are written in chunks of about this many characters: one write per key costs more than the key. */
 const CHUNK_CHARS = 64 * 1024;
-
-/** Waits until the response can take more; false if the connection closed first. */
-function drained(res: Response): Promise<boolean> {
-  return new Promise((resolve) => {
-    const onDrain = () => done(true);
-    const onClose = () => done(false);
-    const done = (ok: boolean) => {
-      res.off("drain", onDrain).off("close", onClose);
-      resolve(ok);
-    };
-    res.on("drain", onDrain).on("close", onClose);
-  });
-}
 
 /** `Link: <this request's URL, with `param` set to `value`>; rel="next"`: every other query parameter is kept. */
 export function setNextLink(req: Request, res: Response, param: string, value: number): void {

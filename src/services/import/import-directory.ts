@@ -42,7 +42,9 @@ export class ImportDirectory {
       this.#resolved.set(key, resolved);
       // A refusal stands for the rest of the import (each line of a domain another customer holds is not
       // tried again); a failure of the database does not.
-      resolved.catch((error: unknown) => error instanceof AppError || this.#resolved.delete(key));
+      resolved.catch((error: unknown) => {
+        if (!(error instanceof AppError)) this.#resolved.delete(key);
+      });
     }
     return resolved;
   }
