@@ -1,4 +1,5 @@
 import { request } from "node:http";
+import type { Worker } from "node:worker_threads";
 import supertest from "supertest";
 import { listen } from "../../src/http/server.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -256,6 +257,38 @@ describe.each(backends())("import and export (%s)", (backend) => {
         exported = await exportFile(svc, "?customer=cyberdyne");
       }
       expect(exported.map((l) => (JSON.parse(l) as { name: string }).name).sort()).toEqual(lines.slice(0, 300).map((_, i) => `gone-${i}`).sort());
+    } finally {
+      await http.close(100);
+    }
+  });
+
+  // Only PostgreSQL imports on the worker thread (src/import-worker.ts).
+  it.runIf(backend === "postgres")("a worker that stops mid-import: the lines answered stand, the answer ends with the error line, and the file run again completes", async () => {
+    const http = await listen(svc.app, 0, "127.0.0.1");
+    try {
+      const lines = Array.from({ length: 3_000 }, (_, i) => JSON.stringify({ customer: "tyrell", name: `stop-${i}`, keyId: token() }) + "\n");
+      // The import's worker starts with this import: it is stopped once the first answers have come.
+      const started = new Promise<Worker>((resolve) => process.once("worker", resolve));
+      let stopped: Promise<number> | undefined;
+      const text = await importWhileAnswered(http.url, svc.adminToken, lines.join(""), (answered, req) => {
+        if (!req.writableEnded) req.end();
+        if (answered.includes('"line":1,')) stopped ??= started.then((worker) => worker.terminate());
+      });
+      expect(await stopped).toBe(1);
+      const answers = text.trimEnd().split("\n").map((l) => JSON.parse(l) as { line?: number; status?: string; error?: { status: number } });
+      const last = answers.pop()!;
+      expect(last.error?.status).toBe(500);
+      // Lines 1 to k, each once, in order, each created: what the worker had answered when it stopped.
+      expect(answers.length).toBeGreaterThan(0);
+      expect(answers.length).toBeLessThan(lines.length);
+      expect(answers).toEqual(answers.map((_, i) => expect.objectContaining({ line: i + 1, status: "created" })));
+      const exported = await exportFile(svc, "?customer=tyrell");
+      expect(exported.length).toBeGreaterThanOrEqual(answers.length);
+      // A new worker takes the same file: what the stopped one wrote is unchanged, the rest created.
+      const again = await importFile(svc, lines.join(""));
+      const summary = again.at(-1)!.summary as Record<string, number>;
+      expect(summary).toEqual({ created: lines.length - exported.length, updated: 0, unchanged: exported.length, conflict: 0, invalid: 0 });
+      expect(await exportFile(svc, "?customer=tyrell")).toHaveLength(lines.length);
     } finally {
       await http.close(100);
     }
