@@ -262,6 +262,20 @@ describe("KeyCache", () => {
       await expect(cache.lookup(hash(1))).rejects.toBeInstanceOf(StoreUnavailable);
     });
 
+    it("keeps a key read while another key changed or the listening connection came back: the stale window covers it", async () => {
+      const { store, cache } = setup();
+      cache.listening("lost");
+      const release = store.hold();
+      const inFlight = cache.lookup(hash(1)); // reads "live" ...
+      cache.invalidate(hash(2)); // ... while another key changes
+      cache.listening("restored"); // and the connection is back
+      release();
+      expect(await inFlight).toMatchObject({ id: 1 });
+      store.down = true;
+      expect(await cache.lookup(hash(1))).toMatchObject({ id: 1 }); // not fresh (read before the return), but seen valid
+      expect(cache.stats()).toMatchObject({ queries: 2, stale: 1 });
+    });
+
     it("asks the database while notifications may be missed, and again about everything once heard", async () => {
       const { store, cache, advance } = setup();
       await cache.lookup(hash(1));

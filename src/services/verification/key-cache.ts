@@ -16,9 +16,11 @@ import type { Maybe } from "../maybe.ts";
 // - other processes hear of it through NOTIFY and drop the entry;
 // - while notifications may be missed (the listening connection lost), no entry is fresh: every
 //   look-up asks the database; once listening again, every entry older than that is asked about again;
-// - a look-up started before an invalidation never caches its answer (the epoch check), nor is it
-//   shared with a look-up that starts after it; every entry is fresh for `ttlMs` at most, whatever
-//   happens;
+// - a look-up started before its key's invalidation (or before every entry was dropped) never caches
+//   its answer, nor is it shared with a look-up that starts after it; an answer "unknown" is not
+//   cached after any invalidation. Other keys' changes, or the listening connection lost or back
+//   meanwhile, leave a key's answer kept: seen valid for the stale window, and fresh only when it was
+//   read after the connection came back. Every entry is fresh for `ttlMs` at most, whatever happens;
 // - concurrent look-ups of one token share one query: when a hot key's entry ends, the requests
 //   already arriving wait for one answer rather than each asking the database;
 // - while the database cannot be reached, a key seen valid within `staleMs` is still answered
@@ -166,7 +168,7 @@ export class KeyCache {
   }
 
   async #load(hashHex: string, cached: Entry | undefined, now: number): Promise<StoredKey | undefined> {
-    const epoch = this.#epoch;
+    const since = this.#epoch;
     this.#stats.queries++;
     let found: StoredKey | undefined;
     try {
@@ -178,7 +180,15 @@ export class KeyCache {
       }
       throw error;
     }
-    return epoch === this.#epoch ? this.#keep(hashHex, found, now) : found;
+    // A key is kept unless it was dropped meanwhile; an unknown token unless anything was (keys
+    // imported drop every unknown token, and record none of them).
+    const undisturbed = found === undefined ? since === this.#epoch : !this.#droppedSince(hashHex, since);
+    return undisturbed ? this.#keep(hashHex, found, now) : found;
+  }
+
+  /** Whether the key behind a token hash may have been dropped after epoch `since`: its own drop, or every entry's. */
+  #droppedSince(hashHex: string, since: number): boolean {
+    return this.#cleared > since || this.#forgottenDrops > since || (this.#dropped.get(hashHex) ?? 0) > since;
   }
 
   /**
@@ -250,7 +260,7 @@ export class KeyCache {
    */
   wrote(hashHex: string, key: StoredKey, since: number): void {
     this.#written.set(hashHex, this.#now());
-    if (this.#cleared > since || this.#forgottenDrops > since || (this.#dropped.get(hashHex) ?? 0) > since) return;
+    if (this.#droppedSince(hashHex, since)) return;
     this.#epoch++;
     this.#loading.delete(hashHex);
     this.#keep(hashHex, key, this.#now());
