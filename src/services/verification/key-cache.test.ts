@@ -27,9 +27,10 @@ function fakeStore() {
       store.queries++;
       if (store.down) throw new StoreUnavailable("ECONNREFUSED");
       const hash = (params![0] as Buffer).toString("hex");
-      const found = live.has(hash);
+      // Read when asked; a held answer arrives later, as it was.
+      const rows = live.has(hash) ? [{ id: 1, token_hash: params![0], token_sealed: Buffer.alloc(60, 1), active: !store.disabled.has(hash), c_id: 1 }] : [];
       await gate;
-      return (found ? [{ id: 1, token_hash: params![0], token_sealed: Buffer.alloc(60, 1), active: !store.disabled.has(hash), c_id: 1 }] : []) as unknown as R[];
+      return rows as unknown as R[];
     },
     async exec() {},
   };
@@ -392,6 +393,21 @@ describe("KeyCache: keys this process wrote", () => {
     v.clear();
     v.wrote(hash(2), written(), cleared);
     expect(v.seenValid(hash(2))).toBe(false);
+  });
+
+  it("keeps what it wrote over a look-up that read the key before the write", async () => {
+    const store = fakeStore();
+    store.live.add(hash(1));
+    store.disabled.add(hash(1));
+    const v = new KeyCache(store, { staleMs: 1_000, now: () => 0 });
+    const release = store.hold();
+    const inFlight = v.lookup(hash(1)); // reads it disabled ...
+    store.disabled.delete(hash(1));
+    v.wrote(hash(1), written(), v.mark()); // ... this process enables it meanwhile
+    release();
+    expect(((await inFlight) as StoredKey).active).toBe(false); // the old answer goes to its own caller only
+    expect(((await v.lookup(hash(1))) as StoredKey).active).toBe(true);
+    expect(store.queries).toBe(1);
   });
 
   it("reads a key it wrote again when its change is announced, so it stays seen", async () => {

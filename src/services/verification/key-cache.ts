@@ -16,11 +16,12 @@ import type { Maybe } from "../maybe.ts";
 // - other processes hear of it through NOTIFY and drop the entry;
 // - while notifications may be missed (the listening connection lost), no entry is fresh: every
 //   look-up asks the database; once listening again, every entry older than that is asked about again;
-// - a look-up started before its key's invalidation (or before every entry was dropped) never caches
-//   its answer, nor is it shared with a look-up that starts after it; an answer "unknown" is not
-//   cached after any invalidation. Other keys' changes, or the listening connection lost or back
-//   meanwhile, leave a key's answer kept: seen valid for the stale window, and fresh only when it was
-//   read after the connection came back. Every entry is fresh for `ttlMs` at most, whatever happens;
+// - a look-up started before its key's invalidation or this process's write of it (or before every
+//   entry was dropped) never caches its answer, nor is it shared with a look-up that starts after it;
+//   an answer "unknown" is not cached after any invalidation. Other keys' changes, or the listening
+//   connection lost or back meanwhile, leave a key's answer kept: seen valid for the stale window,
+//   and fresh only when it was read after the connection came back. Every entry is fresh for
+//   `ttlMs` at most, whatever happens;
 // - concurrent look-ups of one token share one query: when a hot key's entry ends, the requests
 //   already arriving wait for one answer rather than each asking the database;
 // - while the database cannot be reached, a key seen valid within `staleMs` is still answered
@@ -115,7 +116,7 @@ export class KeyCache {
   /** The look-up under way for each token hash: later misses of the same token wait for it. */
   readonly #loading = new Map<string, Promise<StoredKey | undefined>>();
   #epoch = 0;
-  /** The epoch of each key's last drop, for writes under way (bounded: see `wrote`). */
+  /** The epoch of each key's last drop or write here, for look-ups and writes under way (bounded: see `wrote`). */
   readonly #dropped = new LRUCache<string, number>({ max: 10_000, dispose: (epoch, _hash, reason) => {
     if (reason === "evict") this.#forgottenDrops = Math.max(this.#forgottenDrops, epoch);
   } });
@@ -261,7 +262,8 @@ export class KeyCache {
   wrote(hashHex: string, key: StoredKey, since: number): void {
     this.#written.set(hashHex, this.#now());
     if (this.#droppedSince(hashHex, since)) return;
-    this.#epoch++;
+    // A look-up under way read the key before this write: it must not store its answer over this one.
+    this.#dropped.set(hashHex, ++this.#epoch);
     this.#loading.delete(hashHex);
     this.#keep(hashHex, key, this.#now());
   }
