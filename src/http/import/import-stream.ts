@@ -13,8 +13,11 @@ import { parse } from "../route.ts";
 import { creatable, importLineObject } from "./import-schemas.ts";
 import { ndjsonLines, type BodyLine } from "./ndjson-lines.ts";
 
-/** Batches under way at once: the next one's first lines are read and sealed while the last lines of the one before are written. */
-const MAX_BATCHES = 2;
+/**
+ * Batches under way at once: while one is written, the two after it are read and sealed, so that the
+ * database seldom waits for the process to have the next one ready (docs/migration.md, "How it is written").
+ */
+const MAX_BATCHES = 3;
 /** At most this many lines wait while MAX_BATCHES batches are under way; the body is not read further until one is done. */
 const MAX_WAITING = 1_000;
 /** Answer lines gathered into one write. */

@@ -6,7 +6,7 @@ import { keyHolder } from "../../domain/keys/lineage.ts";
 import type { Policy } from "../../domain/policy/policy.ts";
 import { tokenHashHex } from "../../domain/keys/token.ts";
 import type { Queryable } from "../../store/database.ts";
-import { keyAnnounceImported, keyFindByTokens, keyIdentitiesTaken, keyStatisticsRefresh, type KeyByToken } from "../../store/import/import-keys.ts";
+import { keyFindByTokens, keyIdentitiesTaken, keyStatisticsRefresh, type KeyByToken } from "../../store/import/import-keys.ts";
 import { keyInsertIds, keyLockById, keyUpdate, type NewKey } from "../../store/keys/keys.ts";
 import { orderedPolicy, policyParam } from "../../store/policy/policies.ts";
 import { policyChanges, resetBalance } from "../policy/policy-changes.ts";
@@ -33,14 +33,14 @@ export const lineError = (code: ErrorCode, message: string): LineError => ({ sta
  */
 const LINES_PER_TURN = 50;
 /**
- * Keys a statement inserts at most: the driver turns a statement's parameters into text in one go
- * (some 3 ms for a thousand keys' 19 arrays), and /auth waits meanwhile; a group's keys go in several
- * statements of one transaction.
+ * Lines a group holds at most: a batch (at most some 1,000 lines: http/import/import-stream.ts) is
+ * mostly one. A group's new keys go in one statement, its own transaction: each statement costs the
+ * import a round trip and the process's turn to send the next, some 8 ms a group as measured, where
+ * PostgreSQL takes 15 ms to insert 500 keys. The driver turns the statement's parameters into text in
+ * one go (some 3 ms for 1,000 keys' 19 arrays), on the import's worker thread (src/import-worker.ts);
+ * on PGlite, which shares the thread that answers /auth, the insert itself holds it up longer.
  */
-const KEYS_PER_STATEMENT = 250;
-
-/** Lines a group holds at most: a batch (at most some 1,000 lines: http/import/import-routes.ts) is two or more, each read and sealed while the one before is written. */
-const GROUP_LINES = 500;
+const GROUP_LINES = 1000;
 
 /**
  * Keys an import creates before it first refreshes the planner's statistics (store/import/import-keys.ts).
@@ -165,18 +165,19 @@ export class KeyImport {
       if (newKeys.push(this.#newKey(p, now)) % LINES_PER_TURN === 0) await turn();
     }
     await before;
-    const writeGroup = (unlessExists: boolean) => db.transaction(async (tx) => {
-      const ids: (number | undefined)[] = [];
-      for (let at = 0; at < newKeys.length; at += KEYS_PER_STATEMENT) ids.push(...(await keyInsertIds(tx, newKeys.slice(at, at + KEYS_PER_STATEMENT), unlessExists)));
-      if (ids.some((id) => id !== undefined)) await keyAnnounceImported(tx);
+    const insert = (q: Queryable, unlessExists: boolean) => (newKeys.length > 0 ? keyInsertIds(q, newKeys, unlessExists) : Promise.resolve([]));
+    // A group of new keys alone, the usual case, is one statement and its own transaction: one round trip.
+    const writeGroup = (unlessExists: boolean) => updated.length === 0 ? insert(db, unlessExists) : db.transaction(async (tx) => {
+      const ids = await insert(tx, unlessExists);
       for (const [p, id] of updated) await this.#update(tx, p, id, now);
-      return new Map(ids.map((id, i) => [created[i]!, id]));
+      return ids;
     });
     // Most groups take no name or token a key holds: written as they are, and again, skipping the lines that do, when one does.
-    const inserted = await writeGroup(false).catch((error: unknown) => {
+    const ids = await writeGroup(false).catch((error: unknown) => {
       if (error instanceof UniqueViolation) return writeGroup(true);
       throw error;
     });
+    const inserted = new Map(ids.map((id, i) => [created[i]!, id]));
     // Written: a later line that names one of these may be read at once.
     for (const p of group) {
       for (const name of [p.hash, p.identity]) if (this.#unwritten.get(name) === group) this.#unwritten.delete(name);

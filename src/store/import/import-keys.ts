@@ -1,10 +1,9 @@
 // The import's and the export's queries of api_keys (docs/migration.md): the keys a batch of tokens
-// and names already names, the announcement of a batch of imported keys, and the export's keyset pages. It may
-// use domain/, and store/'s keys/ (the keyplane_keys payload) and policy/ (a policy column).
+// and names already names, and the export's keyset pages (the import's insert is keys/keys.ts's
+// keyInsertIds). It may use domain/, and store/'s policy/ (a policy column).
 import type { Policy } from "../../domain/policy/policy.ts";
 import type { Scope } from "../../domain/scope/scope.ts";
 import type { Queryable } from "../database.ts";
-import { KEYS_CHANNEL, KEYS_IMPORTED } from "../keys/key-change.ts";
 import { policyFromColumn } from "../policy/policies.ts";
 
 /** A key a token names, whatever became of it. */
@@ -78,15 +77,6 @@ export async function keyIdentitiesTaken(q: Queryable, identities: readonly KeyI
     ],
   );
   return rows.map((r) => r.taken);
-}
-
-/**
- * Announces a batch of imported keys on keyplane_keys, once (KEYS_IMPORTED): a process that refused
- * one of their tokens before it existed remembers it as unknown until it hears. Delivered when the
- * transaction commits; a listener that missed it learns it from the key event log (key-catch-up.ts).
- */
-export async function keyAnnounceImported(tx: Queryable): Promise<void> {
-  await tx.query("SELECT pg_notify($1, $2)", [KEYS_CHANNEL, KEYS_IMPORTED]);
 }
 
 /**

@@ -11,7 +11,7 @@ export interface KeyChange {
 }
 
 /**
- * What an import announces once for each batch of keys it created (store/import/import-keys.ts), not
+ * What an import announces once for each group of keys it created (keyInsertIds in keys.ts), not
  * a change to each: their tokens were chosen elsewhere, so any may have been refused as unknown before
  * it existed, and that is all a cache can hold of a key that did not exist.
  */

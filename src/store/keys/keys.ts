@@ -7,6 +7,7 @@ import type { KeyType, StoredKey } from "../../domain/model.ts";
 import type { Policy } from "../../domain/policy/policy.ts";
 import type { Scope } from "../../domain/scope/scope.ts";
 import type { Queryable, Row } from "../database.ts";
+import { KEYS_CHANNEL, KEYS_IMPORTED } from "./key-change.ts";
 import { eventParams, recordEvents } from "./key-events.ts";
 import { policyFromColumn, policyParam } from "../policy/policies.ts";
 import { addEntities, ENTITIES_SELECT, KEY_COLUMNS, KEY_SELECT, keySelect, listedKeyFrom, storedKeyFrom, type Entities } from "../rows.ts";
@@ -85,8 +86,16 @@ const insertKeys = (onConflict: string, select: string) => `
   created AS (${recordEvents("(SELECT i.*, v.now AS event_at, v.actor, v.changes, v.request_id FROM inserted i JOIN input v ON v.hash = i.token_hash)", "created", { at: "s.event_at", actor: "s.actor", changes: "s.changes", requestId: "s.request_id" })})
   ${select}`;
 const INSERT_UNLESS_EXISTS = insertKeys("ON CONFLICT DO NOTHING", keySelect("inserted"));
-/** Answering only the new keys' ids and hashes: an import has no use for the rest. */
-const INSERTED_IDS = "SELECT i.id, i.token_hash FROM inserted i";
+/**
+ * An import's: answering only the new keys' ids and hashes (it has no use for the rest), and announcing
+ * them once on keyplane_keys (KEYS_IMPORTED, $20 and $21) when there are any. Their tokens were chosen
+ * elsewhere: a process that refused one before it existed remembers it as unknown until it hears.
+ * Delivered when the statement's transaction commits; a listener that missed it learns it from the key
+ * event log (key-catch-up.ts).
+ */
+const INSERTED_IDS = `,
+  announced AS (SELECT pg_notify($20, $21) WHERE EXISTS (SELECT 1 FROM inserted))
+  SELECT i.id, i.token_hash FROM inserted i LEFT JOIN announced ON true`;
 const INSERT_IDS_UNLESS_EXISTS = insertKeys("ON CONFLICT DO NOTHING", INSERTED_IDS);
 const INSERT_IDS = insertKeys("", INSERTED_IDS);
 
@@ -102,14 +111,14 @@ export async function keyInsertUnlessExists(q: Queryable, keys: readonly NewKey[
 }
 
 /**
- * Inserts keys as keyInsertUnlessExists does, answering only each new key's id (undefined for a key
- * not inserted): what an import needs. Unless `unlessExists`, a taken name or token fails the whole
- * statement (UniqueViolation) instead: an insert that has no conflict to look for is the cheaper by a
- * probe of each unique index a key (PostgreSQL checks an ON CONFLICT's indexes before it inserts, and
- * again as it does).
+ * Imports keys: inserts them as keyInsertUnlessExists does, answering only each new key's id
+ * (undefined for a key not inserted), and announces them (INSERTED_IDS). Unless `unlessExists`, a
+ * taken name or token fails the whole statement (UniqueViolation) instead: an insert that has no
+ * conflict to look for is the cheaper by a probe of each unique index a key (PostgreSQL checks an ON
+ * CONFLICT's indexes before it inserts, and again as it does).
  */
 export async function keyInsertIds(q: Queryable, keys: readonly NewKey[], unlessExists: boolean): Promise<(number | undefined)[]> {
-  const rows = await q.query(unlessExists ? INSERT_IDS_UNLESS_EXISTS : INSERT_IDS, insertParams(keys));
+  const rows = await q.query(unlessExists ? INSERT_IDS_UNLESS_EXISTS : INSERT_IDS, [...insertParams(keys), KEYS_CHANNEL, KEYS_IMPORTED]);
   const inserted = new Map(rows.map((row) => [(row.token_hash as Buffer).toString("hex"), row.id as number]));
   return keys.map((k) => inserted.get(k.hash.toString("hex")));
 }
