@@ -7,7 +7,7 @@ import type { Policy } from "../../domain/policy/policy.ts";
 import { tokenHashHex } from "../../domain/keys/token.ts";
 import type { Queryable } from "../../store/database.ts";
 import { keyFindByTokens, keyIdentitiesTaken, keyStatisticsRefresh, type KeyByToken } from "../../store/import/import-keys.ts";
-import { keyInsertIds, keyLockById, keyUpdate, type NewKey } from "../../store/keys/keys.ts";
+import { keyInsertIds, keyInsertRows, keyLockById, keyUpdate, type NewKey } from "../../store/keys/keys.ts";
 import { orderedPolicy, policyParam } from "../../store/policy/policies.ts";
 import { policyChanges, resetBalance } from "../policy/policy-changes.ts";
 import { ImportDirectory } from "./import-directory.ts";
@@ -164,8 +164,9 @@ export class KeyImport {
     for (const p of created) {
       if (newKeys.push(this.#newKey(p, now)) % LINES_PER_TURN === 0) await turn();
     }
+    const rows = keyInsertRows(newKeys);
     await before;
-    const insert = (q: Queryable, unlessExists: boolean) => (newKeys.length > 0 ? keyInsertIds(q, newKeys, unlessExists) : Promise.resolve([]));
+    const insert = (q: Queryable, unlessExists: boolean) => (rows.hashes.length > 0 ? keyInsertIds(q, rows, unlessExists) : Promise.resolve([]));
     // A group of new keys alone, the usual case, is one statement and its own transaction: one round trip.
     const writeGroup = (unlessExists: boolean) => updated.length === 0 ? insert(db, unlessExists) : db.transaction(async (tx) => {
       const ids = await insert(tx, unlessExists);

@@ -6,6 +6,7 @@ import type { AncestorPolicy } from "../../domain/keys/lineage.ts";
 import type { KeyType, StoredKey } from "../../domain/model.ts";
 import type { Policy } from "../../domain/policy/policy.ts";
 import type { Scope } from "../../domain/scope/scope.ts";
+import { arrayLiteral, type ArrayElement } from "../array-literal.ts";
 import type { Queryable, Row } from "../database.ts";
 import { KEYS_CHANNEL, KEYS_IMPORTED } from "./key-change.ts";
 import { eventParams, recordEvents } from "./key-events.ts";
@@ -110,6 +111,22 @@ export async function keyInsertUnlessExists(q: Queryable, keys: readonly NewKey[
   return keys.map((k) => inserted.get(k.hash.toString("hex")));
 }
 
+/** An import's keys as its insert's parameters, made ahead of the statement (keyInsertRows). */
+export interface KeyRows {
+  /** Each key's token hash, hex, in order. */
+  readonly hashes: readonly string[];
+  readonly params: readonly string[];
+}
+
+/**
+ * The insert's parameters for these keys, made while the statement before it is under way: sending
+ * it then waits for nothing but the connection (docs/migration.md, "How it is written").
+ */
+export function keyInsertRows(keys: readonly NewKey[]): KeyRows {
+  const hashes = keys.map((k) => k.hash.toString("hex"));
+  return { hashes, params: insertParams(keys, hashes) };
+}
+
 /**
  * Imports keys: inserts them as keyInsertUnlessExists does, answering only each new key's id
  * (undefined for a key not inserted), and announces them (INSERTED_IDS). Unless `unlessExists`, a
@@ -117,16 +134,17 @@ export async function keyInsertUnlessExists(q: Queryable, keys: readonly NewKey[
  * conflict to look for is the cheaper by a probe of each unique index a key (PostgreSQL checks an ON
  * CONFLICT's indexes before it inserts, and again as it does).
  */
-export async function keyInsertIds(q: Queryable, keys: readonly NewKey[], unlessExists: boolean): Promise<(number | undefined)[]> {
-  const rows = await q.query(unlessExists ? INSERT_IDS_UNLESS_EXISTS : INSERT_IDS, [...insertParams(keys), KEYS_CHANNEL, KEYS_IMPORTED]);
-  const inserted = new Map(rows.map((row) => [(row.token_hash as Buffer).toString("hex"), row.id as number]));
-  return keys.map((k) => inserted.get(k.hash.toString("hex")));
+export async function keyInsertIds(q: Queryable, rows: KeyRows, unlessExists: boolean): Promise<(number | undefined)[]> {
+  const result = await q.query(unlessExists ? INSERT_IDS_UNLESS_EXISTS : INSERT_IDS, [...rows.params, KEYS_CHANNEL, KEYS_IMPORTED]);
+  const inserted = new Map(result.map((row) => [(row.token_hash as Buffer).toString("hex"), row.id as number]));
+  return rows.hashes.map((hash) => inserted.get(hash));
 }
 
-function insertParams(keys: readonly NewKey[]): unknown[] {
-  const column = <T>(value: (k: NewKey) => T) => keys.map(value);
+/** The insert's 19 array parameters, in its text form; `hashes` the keys' token hashes in hex. */
+function insertParams(keys: readonly NewKey[], hashes: readonly string[] = keys.map((k) => k.hash.toString("hex"))): string[] {
+  const column = (value: (k: NewKey) => ArrayElement) => arrayLiteral(keys.map(value));
   return [
-    column((k) => k.hash.toString("hex")), column((k) => k.sealed.toString("hex")), column((k) => k.name), column((k) => k.active),
+    arrayLiteral(hashes), column((k) => k.sealed.toString("hex")), column((k) => k.name), column((k) => k.active),
     column((k) => k.type), column((k) => k.scope.tenantId), column((k) => k.scope.domainId), column((k) => k.scope.applicationId),
     column((k) => k.scope.subscriberId), column((k) => k.userId), column((k) => k.managedBy), column((k) => k.now),
     column((k) => k.expiresAt), column((k) => JSON.stringify(k.author.actor)), column((k) => JSON.stringify(k.changes)),
