@@ -10,16 +10,16 @@ export type ArrayElement = string | number | boolean | Date | null;
  * 8601 (UTC), null as NULL.
  */
 export function arrayLiteral(values: readonly ArrayElement[]): string {
-  let text = "{";
-  for (let i = 0; i < values.length; i++) {
-    if (i > 0) text += ",";
-    const value = values[i]!;
-    if (value === null) text += "NULL";
-    else if (typeof value === "string") text += quoted(value);
-    else if (value instanceof Date) text += value.toISOString();
-    else text += String(value);
-  }
-  return text + "}";
+  // Joined, not concatenated: a string built by `+=` is a tree of as many pieces until it is read,
+  // and this one waits for its statement.
+  return `{${values.map(element).join(",")}}`;
+}
+
+function element(value: ArrayElement): string {
+  if (value === null) return "NULL";
+  if (typeof value === "string") return quoted(value);
+  if (value instanceof Date) return value.toISOString();
+  return String(value);
 }
 
 const ESCAPED = /["\\]/;

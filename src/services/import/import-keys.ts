@@ -7,7 +7,7 @@ import type { Policy } from "../../domain/policy/policy.ts";
 import { tokenHashHex } from "../../domain/keys/token.ts";
 import type { Queryable } from "../../store/database.ts";
 import { keyFindByTokens, keyIdentitiesTaken, keyStatisticsRefresh, type KeyByToken } from "../../store/import/import-keys.ts";
-import { keyInsertIds, keyInsertRows, keyLockById, keyUpdate, type NewKey } from "../../store/keys/keys.ts";
+import { keyInsertIds, keyInsertRows, keyLockById, keyUpdate, type KeyRows, type NewKey } from "../../store/keys/keys.ts";
 import { orderedPolicy, policyParam } from "../../store/policy/policies.ts";
 import { policyChanges, resetBalance } from "../policy/policy-changes.ts";
 import { ImportDirectory } from "./import-directory.ts";
@@ -160,11 +160,7 @@ export class KeyImport {
     const verdicts = group.map((p) => [p, this.#verdict(p, byToken, false)] as const);
     const created = verdicts.filter(([, v]) => v.status === "created").map(([p]) => p);
     const updated = verdicts.flatMap(([p, v]) => (v.status === "updated" ? [[p, v.id] as const] : []));
-    const newKeys: NewKey[] = [];
-    for (const p of created) {
-      if (newKeys.push(this.#newKey(p, now)) % LINES_PER_TURN === 0) await turn();
-    }
-    const rows = keyInsertRows(newKeys);
+    const rows = await this.#rows(created, now);
     await before;
     const insert = (q: Queryable, unlessExists: boolean) => (rows.hashes.length > 0 ? keyInsertIds(q, rows, unlessExists) : Promise.resolve([]));
     // A group of new keys alone, the usual case, is one statement and its own transaction: one round trip.
@@ -230,6 +226,15 @@ export class KeyImport {
   async #analyze(done: boolean): Promise<void> {
     this.#createdByAnalyze = this.#created;
     await keyStatisticsRefresh(this.#needs.db, done);
+  }
+
+  /** The insert's parameters for these lines' keys, their tokens sealed (some 10 µs a key, LINES_PER_TURN between two turns). */
+  async #rows(lines: readonly Pending[], now: Date): Promise<KeyRows> {
+    const newKeys: NewKey[] = [];
+    for (const p of lines) {
+      if (newKeys.push(this.#newKey(p, now)) % LINES_PER_TURN === 0) await turn();
+    }
+    return keyInsertRows(newKeys);
   }
 
   #newKey(p: Pending, now: Date): NewKey {
