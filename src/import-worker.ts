@@ -18,7 +18,7 @@ import { liftSemiSpaceFlags } from "./worker-heap.ts";
 // and when the cores are all busy, requests go first. Started with the first import, it stops when
 // the last one ends.
 const NICE = 19;
-/** The worker's heap: at most some 4,000 lines in flight (import-stream.ts), and the statements of two groups. */
+/** The worker's heap: at most some 3,000 lines in flight (import-stream.ts), and the statements of two groups. */
 const WORKER_HEAP = { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 8 };
 /** Bytes of the body passed in and not yet taken, and of the answer passed out and not yet written, before either side waits. */
 const AHEAD_BYTES = 256 * 1024;

@@ -14,10 +14,11 @@ import { creatable, importLineObject } from "./import-schemas.ts";
 import { ndjsonLines, type BodyLine } from "./ndjson-lines.ts";
 
 /**
- * Batches under way at once: while one is written, the two after it are read and sealed, so that the
- * database seldom waits for the process to have the next one ready (docs/migration.md, "How it is written").
+ * Batches under way at once: while one is written, the next is read and sealed (docs/migration.md,
+ * "How it is written"). A third held more lines for no more speed once a batch's insert was made ready
+ * before its turn.
  */
-const MAX_BATCHES = 3;
+const MAX_BATCHES = 2;
 /** At most this many lines wait while MAX_BATCHES batches are under way; the body is not read further until one is done. */
 const MAX_WAITING = 1_000;
 /** Answer lines gathered into one write. */

@@ -40,8 +40,8 @@ export interface KeyLogRead {
   present: number[];
   /**
    * Whether an imported key's creation is among the events asked for: its token was chosen elsewhere
-   * and may have been refused here before it existed, which an import announces once a batch
-   * (store/import/import-keys.ts) and the log tells a listener that missed it.
+   * and may have been refused here before it existed, which an import announces once a group
+   * (keyInsertIds in keys.ts) and the log tells a listener that missed it.
    */
   imported: boolean;
 }
