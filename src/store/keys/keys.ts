@@ -59,7 +59,7 @@ export interface NewKey extends KeyInsert {
 // so one prepared statement inserts any number of keys.
 /**
  * The insert of keyInsertUnlessExists (`onConflict` "ON CONFLICT DO NOTHING") or of keyInsertIds, then
- * `select` (a statement over the CTE `inserted`).
+ * `select`: a statement over the CTE `inserted`, or more CTEs (from a comma) and then one.
  */
 const insertKeys = (onConflict: string, select: string) => `
   WITH input AS (
