@@ -36,9 +36,10 @@ const LINES_PER_TURN = 50;
  * Lines a group holds at most: a batch (at most some 1,000 lines: http/import/import-stream.ts) is
  * mostly one. A group's new keys go in one statement, its own transaction: each statement costs the
  * import a round trip and the process's turn to send the next, some 8 ms a group as measured, where
- * PostgreSQL takes 15 ms to insert 500 keys. The driver turns the statement's parameters into text in
- * one go (some 3 ms for 1,000 keys' 19 arrays), on the import's worker thread (src/import-worker.ts);
- * on PGlite, which shares the thread that answers /auth, the insert itself holds it up longer.
+ * PostgreSQL takes 15 ms to insert 500 keys. The statement's parameters are made in one go (some 3 ms
+ * for 1,000 keys' 19 arrays: #rows) while the group before is written, on the import's worker thread
+ * (src/import-worker.ts); on PGlite, which shares the thread that answers /auth, the insert itself
+ * holds it up longer.
  */
 const GROUP_LINES = 1000;
 
