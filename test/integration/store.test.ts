@@ -8,12 +8,12 @@ import {
   applicationInsert, customerInsert, domainInsert, entityDelete, entityFind, entityList, subscriberInsert, TABLES, userInsert,
 } from "../../src/store/directory/directory.ts";
 import {
-  keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyInsertUnlessExists as insertKey, keyListByScope, keyLockById, keyUpdate,
-  type KeyInsert,
+  keyDelete, keyFindByHash, keyFindById, keyFindByIdentity, keyInsertIds, keyInsertRows, keyInsertUnlessExists as insertKey, keyListByScope,
+  keyLockById, keyUpdate, type KeyInsert,
 } from "../../src/store/keys/keys.ts";
 import { ADMIN } from "../../src/domain/keys/key-event.ts";
 import { loadMigrations, migrate, migrationsApplied } from "../../src/store/migrate.ts";
-import { KEYS_CHANNEL, parseKeyChange } from "../../src/store/keys/key-change.ts";
+import { KEYS_CHANNEL, KEYS_IMPORTED, parseKeyChange } from "../../src/store/keys/key-change.ts";
 import { DIRECTORY_CHANNEL } from "../../src/store/directory/directory-changes.ts";
 import type { Scope } from "../../src/domain/scope/scope.ts";
 import { backends, openTestDatabase, type TestDatabase } from "../support/databases.ts";
@@ -324,6 +324,25 @@ describe.each(backends())("store on %s", (backend) => {
         await stop();
       }
     });
+  });
+
+  it("announces an import's keys once a statement, and only when the statement inserted one", async () => {
+    const heard: string[] = [];
+    const stop = await db.listen({ [KEYS_CHANNEL]: (payload) => heard.push(payload) });
+    try {
+      const keys = [keyAt(tenant, "imported-1"), keyAt(tenant, "imported-2")].map((k) => ({ ...k, author: ADMIN, changes: {}, now }));
+      const ids = await keyInsertIds(db, keyInsertRows(keys), false);
+      expect(ids.every((id) => typeof id === "number")).toBe(true);
+      // The same keys again, each skipped: nothing new, so nothing to announce.
+      expect(await keyInsertIds(db, keyInsertRows(keys), true)).toEqual([undefined, undefined]);
+      // A change after both: once it is heard, whatever they announced has been (announcements arrive in commit order).
+      const marker = (await keyInsertUnlessExists(db, keyAt(tenant, "after-the-import"), now))!.id;
+      await keyUpdate(db, marker, { name: "after-the-import", active: false, activeAt: now, expiresAt: null }, ADMIN, { active: [true, false] }, later);
+      await expect.poll(() => heard.some((p) => parseKeyChange(p)?.id === marker)).toBe(true);
+      expect(heard.filter((p) => p === KEYS_IMPORTED)).toHaveLength(1);
+    } finally {
+      await stop();
+    }
   });
 
   it("runs a transaction on one connection, and rolls it back on error", async () => {
