@@ -780,10 +780,11 @@ describe.skipIf(missing !== undefined)(`the console in Chromium${missing ? ` (sk
     await shown.getByRole("button", { name: "Close" }).click();
     expect(await inPage(page, "Object.values(sessionStorage)")).toEqual([token]);
     expect((await world.as(tokens.domain)("GET", "/keys/self")).status).toBe(401);
-    await expect.poll(() => row(page, "sip-ops").textContent()).toContain("(you)");
     const [successor] = (await world.as(tokens.customer)("GET", "/keys?name=sip-ops")).body;
     expect(successor.keyId).toBe(token);
-    expect(await row(page, "sip-ops").getByRole("link").getAttribute("href")).toBe(`#/key/${successor.id}`);
+    // The row was the signed-in key's before the rotation too: it is the successor's once its link says so.
+    await expect.poll(() => row(page, "sip-ops").getByRole("link").getAttribute("href")).toBe(`#/key/${successor.id}`);
+    expect(await row(page, "sip-ops").textContent()).toContain("(you)");
 
     await page.getByRole("button", { name: "Delete “sip-ops”" }).click();
     const confirm = page.getByRole("alertdialog", { name: "Delete “sip-ops”?" });
