@@ -783,7 +783,7 @@ describe.skipIf(missing !== undefined)(`the console in Chromium${missing ? ` (sk
     const [successor] = (await world.as(tokens.customer)("GET", "/keys?name=sip-ops")).body;
     expect(successor.keyId).toBe(token);
     // The row was the signed-in key's before the rotation too: it is the successor's once its link says so.
-    await expect.poll(() => row(page, "sip-ops").getByRole("link").getAttribute("href")).toBe(`#/key/${successor.id}`);
+    await expect.poll(() => row(page, "sip-ops").getByRole("link").getAttribute("href"), { timeout: 5_000 }).toBe(`#/key/${successor.id}`);
     expect(await row(page, "sip-ops").textContent()).toContain("(you)");
 
     await page.getByRole("button", { name: "Delete “sip-ops”" }).click();
