@@ -106,12 +106,13 @@ const INSERT_IDS = insertKeys("", INSERTED_IDS);
  * its directory objects, or undefined. A row that breaks a constraint fails the whole statement.
  */
 export async function keyInsertUnlessExists(q: Queryable, keys: readonly NewKey[]): Promise<(StoredKey | undefined)[]> {
-  const rows = await q.query(INSERT_UNLESS_EXISTS, insertParams(keys));
+  const { hashes, params } = keyInsertRows(keys);
+  const rows = await q.query(INSERT_UNLESS_EXISTS, params);
   const inserted = new Map(rows.map((row) => [(row.token_hash as Buffer).toString("hex"), storedKeyFrom(row)]));
-  return keys.map((k) => inserted.get(k.hash.toString("hex")));
+  return hashes.map((hash) => inserted.get(hash));
 }
 
-/** An import's keys as its insert's parameters, made ahead of the statement (keyInsertRows). */
+/** Keys as the insert's parameters (keyInsertRows). */
 export interface KeyRows {
   /** Each key's token hash, hex, in order. */
   readonly hashes: readonly string[];
@@ -119,12 +120,22 @@ export interface KeyRows {
 }
 
 /**
- * The insert's parameters for these keys, made while the statement before it is under way: sending
- * it then waits for nothing but the connection (docs/migration.md, "How it is written").
+ * The insert's 19 array parameters for these keys, in their text form. An import makes them while
+ * the statement before it is under way: sending it then waits for nothing but the connection
+ * (docs/migration.md, "How it is written").
  */
 export function keyInsertRows(keys: readonly NewKey[]): KeyRows {
   const hashes = keys.map((k) => k.hash.toString("hex"));
-  return { hashes, params: insertParams(keys, hashes) };
+  const column = (value: (k: NewKey) => ArrayElement) => arrayLiteral(keys.map(value));
+  const params = [
+    arrayLiteral(hashes), column((k) => k.sealed.toString("hex")), column((k) => k.name), column((k) => k.active),
+    column((k) => k.type), column((k) => k.scope.tenantId), column((k) => k.scope.domainId), column((k) => k.scope.applicationId),
+    column((k) => k.scope.subscriberId), column((k) => k.userId), column((k) => k.managedBy), column((k) => k.now),
+    column((k) => k.expiresAt), column((k) => JSON.stringify(k.author.actor)), column((k) => JSON.stringify(k.changes)),
+    column((k) => k.author.requestId), column((k) => policyParam(k.policy ?? null)), column((k) => k.parentId ?? null),
+    column((k) => arrayLiteral(k.ancestors ?? [])),
+  ];
+  return { hashes, params };
 }
 
 /**
@@ -138,19 +149,6 @@ export async function keyInsertIds(q: Queryable, rows: KeyRows, unlessExists: bo
   const result = await q.query(unlessExists ? INSERT_IDS_UNLESS_EXISTS : INSERT_IDS, [...rows.params, KEYS_CHANNEL, KEYS_IMPORTED]);
   const inserted = new Map(result.map((row) => [(row.token_hash as Buffer).toString("hex"), row.id as number]));
   return rows.hashes.map((hash) => inserted.get(hash));
-}
-
-/** The insert's 19 array parameters, in its text form; `hashes` the keys' token hashes in hex. */
-function insertParams(keys: readonly NewKey[], hashes: readonly string[] = keys.map((k) => k.hash.toString("hex"))): string[] {
-  const column = (value: (k: NewKey) => ArrayElement) => arrayLiteral(keys.map(value));
-  return [
-    arrayLiteral(hashes), column((k) => k.sealed.toString("hex")), column((k) => k.name), column((k) => k.active),
-    column((k) => k.type), column((k) => k.scope.tenantId), column((k) => k.scope.domainId), column((k) => k.scope.applicationId),
-    column((k) => k.scope.subscriberId), column((k) => k.userId), column((k) => k.managedBy), column((k) => k.now),
-    column((k) => k.expiresAt), column((k) => JSON.stringify(k.author.actor)), column((k) => JSON.stringify(k.changes)),
-    column((k) => k.author.requestId), column((k) => policyParam(k.policy ?? null)), column((k) => k.parentId ?? null),
-    column((k) => `{${(k.ancestors ?? []).join(",")}}`),
-  ];
 }
 
 const FIND_BY_IDENTITY = `${KEY_SELECT} WHERE ${identity(1)} AND ${live(6)}`;
